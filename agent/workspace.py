@@ -16,8 +16,14 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.errors import ArtifactWriteFailed, PathRejected, ShuttingDown
+from agent.walk import BOOKKEEPING_DIRS
+
+if TYPE_CHECKING:
+    from agent.walk import IgnoreRules
+    from agent.workspace_state import DigestState
 
 __all__ = [
     "Artifact", "Workspace", "sanitize_id", "sha256_bytes", "remove_pending_temps", "begin_shutdown",
@@ -26,7 +32,7 @@ __all__ = [
 ]
 
 # Directories that hold the agent's or lorch's own bookkeeping, not the files a role reads.
-DIGEST_EXCLUDES = frozenset({"receipts", "events", "state", "logs", "snapshots", "transcripts"})
+DIGEST_EXCLUDES = BOOKKEEPING_DIRS
 # What the agent itself keeps in the workspace (audit log, plan runs, spilled payloads).
 AGENT_DIR = "logs/luallm-agent"
 
@@ -113,7 +119,8 @@ class Workspace:
         if not os.path.isdir(real):
             raise NotADirectoryError(f"workspace is not a directory: {root}")
         self.root = Path(real)
-        self._digest_cache: dict[str, tuple[int, int, str]] = {}
+        self._state: DigestState | None = None
+        self._rules: IgnoreRules | None = None
 
     # -- paths -------------------------------------------------------------------------------
     def resolve(self, rel: str) -> Path:
@@ -219,46 +226,31 @@ class Workspace:
 
     # -- digest ------------------------------------------------------------------------------
     def iter_files(self, excludes: Iterable[str] = DIGEST_EXCLUDES) -> Iterator[str]:
-        """Workspace-relative paths of regular files, skipping dot-names and bookkeeping dirs."""
-        top_excludes = set(excludes)
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            rel_dir = os.path.relpath(dirpath, self.root)
-            if rel_dir == ".":
-                dirnames[:] = [d for d in dirnames if d not in top_excludes]
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if name.startswith("."):
-                    continue
-                yield name if rel_dir == "." else f"{Path(rel_dir).as_posix()}/{name}"
+        """The project's own files (see `agent.walk`): no dot-names, bookkeeping or ignored files."""
+        from agent.walk import walk_files
+
+        return walk_files(str(self.root), self.ignore_rules(), excludes=excludes)
+
+    def listing(self, max_lines: int = 200) -> list[str]:
+        """The project's own files for a prompt, big directories folded to stay within `max_lines`."""
+        from agent.walk import summarize_listing
+
+        return summarize_listing(list(self.iter_files()), max_lines)
+
+    def ignore_rules(self) -> IgnoreRules:
+        from agent.walk import IgnoreRules
+
+        if self._rules is None:
+            self._rules = IgnoreRules(str(self.root))
+        return self._rules
 
     def digest(self) -> str:
-        """A digest of the workspace files a role may read, cached by (path, size, mtime_ns)."""
-        outer = hashlib.sha256()
-        seen: set[str] = set()
-        for rel in self.iter_files():
-            full = os.path.join(self.root, rel)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if os.path.islink(full):
-                entry = "link:" + os.readlink(full)
-            else:
-                cached = self._digest_cache.get(rel)
-                if cached and cached[0] == st.st_size and cached[1] == st.st_mtime_ns:
-                    entry = cached[2]
-                else:
-                    try:
-                        with open(full, "rb") as fh:
-                            entry = hashlib.sha256(fh.read()).hexdigest()
-                    except OSError:
-                        continue
-                    self._digest_cache[rel] = (st.st_size, st.st_mtime_ns, entry)
-            seen.add(rel)
-            outer.update(f"{rel}\0{entry}\n".encode("utf-8", "surrogateescape"))
-        for stale in set(self._digest_cache) - seen:
-            del self._digest_cache[stale]
-        return "sha256:" + outer.hexdigest()
+        """Digest of the files a role may read; O(changes) in a long-lived process (inotify)."""
+        if self._state is None:
+            from agent.workspace_state import DigestState
+
+            self._state = DigestState(str(self.root))
+        return self._state.digest()
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -485,6 +485,9 @@ class ToolBox:
         else:
             pats = globs if isinstance(globs, list) else [globs]
             match = _Matcher([_text(p, "globs") for p in pats])
+        fast = self._ripgrep(q, bool(literal), match, limit)
+        if fast is not None:
+            return fast
         out: list[dict[str, Any]] = []
         for rel in self._walk(None):
             if match is not None and not match(rel):
@@ -503,6 +506,24 @@ class ToolBox:
                     if len(out) >= limit:
                         return out
         return out
+
+    def _ripgrep(self, query: str, literal: bool, match: _Matcher | None, limit: int) -> list[dict[str, Any]] | None:
+        """ripgrep's hits, each re-judged by the walk's rules, the globs and the path policy."""
+        from agent.plans.search import ripgrep_lines
+
+        rules = self.ws.ignore_rules()
+
+        def accept(rel: str) -> bool:
+            if (match is not None and not match(rel)) or rules.path_ignored(rel):
+                return False
+            try:
+                self.ws.resolve(rel)
+            except PathRejected:
+                return False
+            return True
+
+        return ripgrep_lines(str(self.ws.root), query, literal=literal, file_cap=_GREP_FILE_CAP, accept=accept,
+                             limit=limit, text_cap=_GREP_TEXT_CAP, timeout_s=max(0.5, self._time_left()))
 
     def _t_run(self, cmd: Any, timeout_ms: Any = None) -> dict[str, Any]:
         command = _text(cmd, "cmd")

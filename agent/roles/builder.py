@@ -41,7 +41,7 @@ def handle(ctx: CommandContext) -> Outcome:
     if cmd.action == "implement_changes":
         parts.append("## Feedback to address\n" + (quote_feedback(ctx, budget, feedback_files(cmd.task_id))
                                                    or "(no review or spec notes found)"))
-    listing = [rel for _, rel in zip(range(200), ctx.workspace.iter_files(), strict=False)]
+    listing = ctx.workspace.listing(200)
     parts.append("## Workspace files\n" + "\n".join(listing))
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx)),

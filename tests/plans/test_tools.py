@@ -246,3 +246,35 @@ def test_read_only_roles_cannot_write(ws, bridge):
         assert out.get("code") == "tool_not_allowed", (name, out)
     assert not (ws.root / "a.txt").exists()
     assert isinstance(ro.call("list", [b"."]), list)
+
+
+@pytest.fixture(params=["ripgrep", "python"])
+def grep_engine(request, monkeypatch):  # type: ignore[no-untyped-def]
+    from agent.plans.search import ripgrep_binary
+
+    ripgrep_binary.cache_clear()
+    if request.param == "ripgrep":
+        if ripgrep_binary() is None:
+            pytest.skip("ripgrep (the `ripgrep` wheel's rg) is not installed here")
+    else:
+        monkeypatch.setenv("LUALLM_AGENT_RIPGREP", "0")
+    yield request.param
+    ripgrep_binary.cache_clear()
+
+
+def test_grep_honours_ignore_rules_and_bookkeeping_with_either_engine(box, ws, grep_engine):
+    root = ws.root
+    (root / ".gitignore").write_text("node_modules/\n*.gen.py\n")
+    for rel in ("node_modules/dep/x.py", "src/a.gen.py", "receipts/T/r.json", ".hidden/h.py", "src/ok.py",
+                "logs/luallm-agent/audit.jsonl", "deep/dir/found.txt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("needle here\n")
+    got = box.call("grep", [b"needle"])
+    assert sorted(h["path"] for h in got) == ["deep/dir/found.txt", "src/ok.py"]
+    assert all(h["line"] == 1 and h["text"] == "needle here" for h in got)
+    assert box.call("grep", [b"needle", {"globs": [b"*.py"]}]) == [{"path": "src/ok.py", "line": 1, "text": "needle here"}]
+    # never through a link out of the workspace
+    assert box.call("grep", [b"top secret"]) == []
+    # an invalid regex is searched literally by both engines
+    (root / "src" / "re.txt").write_text("a(b\n")
+    assert [h["path"] for h in box.call("grep", [b"a(b"])] == ["src/re.txt"]
