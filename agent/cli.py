@@ -65,10 +65,16 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answers", choices=("plan", "json"), default="plan",
                    help="plan: prefer Lua plans (default); json: ask for the JSON answer and send its schema "
                         "as response_format where the provider supports it")
-    p.add_argument("--max-tokens", type=int, default=4096,
-                   help="max_tokens sent with each model request (0: not sent; default 4096)")
+    p.add_argument("--max-tokens", type=_positive_int, default=None,
+                   help="max_tokens for every model request (default: per role, builder 3072, others 1024)")
     p.add_argument("--model-timeout", type=_positive_float, default=120.0,
-                   help="seconds per model request, never past the command deadline (default 120)")
+                   help="seconds to connect and get the first byte of an answer, prompt processing included "
+                        "(default 120; never past the command deadline)")
+    p.add_argument("--model-stall-s", type=_positive_float, default=60.0,
+                   help="seconds a streaming answer may go silent before it counts as stalled (default 60); "
+                        "an answer that keeps streaming is bounded only by the command deadline")
+    p.add_argument("--max-response-bytes", type=_positive_int, default=8 * 1024 * 1024,
+                   help="cap on one model response body after decompression (default 8 MiB)")
     p.add_argument("--plan-run-allow", default="",
                    help="extra commands Lua plans may start with tools.run, comma-separated (e.g. python3,pytest)")
     p.add_argument("--plan-wall-s", type=_positive_float, default=30.0, help="plan wall-time limit (default 30)")
@@ -124,7 +130,7 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
         model=args.model or _env("LUALLM_AGENT_MODEL"), base_url=args.base_url or _env("OPENAI_BASE_URL"),
         api_key=_env("OPENAI_API_KEY"), config_path=args.config or _env("LUALLM_AGENT_CONFIG"),
         responses_path=args.replay or _env("LUALLM_AGENT_REPLAY"), record_path=args.record,
-        timeout_s=args.model_timeout)
+        timeout_s=args.model_timeout, stall_s=args.model_stall_s, max_response_bytes=args.max_response_bytes)
     for label, path in (("config file", models.config_path), ("recorded responses file", models.responses_path),
                         ("scripted replies file", args.scripted_replies)):
         if path and not Path(path).is_file():
@@ -158,7 +164,7 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
         test_command=args.test_command or _env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or _env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=max(0, args.max_repairs),
-        prefer_plans=args.answers == "plan", plan_limits=limits, max_tokens=args.max_tokens or None)
+        prefer_plans=args.answers == "plan", plan_limits=limits, max_tokens=args.max_tokens)
     interval = args.heartbeat_interval
     if interval is None:
         raw = _env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

@@ -106,6 +106,7 @@ class AgentProcess:
 
 
 _PASSED_THROUGH = [("--answers", "answers"), ("--max-tokens", "max_tokens"), ("--model-timeout", "model_timeout"),
+                   ("--model-stall-s", "model_stall_s"), ("--max-response-bytes", "max_response_bytes"),
                    ("--prompt-budget", "prompt_budget"), ("--file-budget", "file_budget"),
                    ("--max-repairs", "max_repairs"), ("--plan-wall-s", "plan_wall_s"),
                    ("--plan-memory-mb", "plan_memory_mb"), ("--plan-run-allow", "plan_run_allow")]

@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, Raw, Stream, gzip_bomb
 from support import events, make_command
 
 REVIEW = json.dumps({"status": "approved", "summary": "fine", "findings": []})
@@ -173,3 +173,38 @@ def test_repairs_resend_only_the_start_of_a_rejected_reply(spawn) -> None:  # ty
     assert rejected["role"] == "assistant" and len(rejected["content"]) < 2000 and "omitted" in rejected["content"]
     assert "rejected (invalid_model_response)" in feedback["content"] and "'notes' was unexpected" in feedback["content"]
     assert second["max_tokens"] == 777
+
+
+def test_slow_streaming_answer_outlasts_the_model_timeout(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # About 2 s of steady streaming against a 1 s first-byte window and a 1 s stall limit: the old
+    # fixed read timeout would have cut it; a stream that progresses is bounded only by the deadline.
+    pieces = [REVIEW[i:i + 5] for i in range(0, len(REVIEW), 5)]
+    fake = FakeOpenAI([Stream(pieces, every_s=2.0 / len(pieces))])
+    with fake.running():
+        agent = spawn("reviewer", "--base-url", fake.base_url, "--model", "m", "--model-timeout", "1",
+                      "--model-stall-s", "1")
+        done = events(agent.run(make_command("review")), "review.completed")[-1]
+    assert done["status"] == "approved"
+    body = fake.requests[0]["body"]
+    assert body["stream"] is True and body["max_tokens"] == 1024  # the reviewer's own size
+    call = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()
+            if '"model_call"' in line][-1]
+    assert call["finish_reason"] == "stop" and call["max_tokens"] == 1024 and call["latency_ms"] > 1500
+
+
+def test_oversized_response_is_a_model_error_naming_the_cap(spawn) -> None:  # type: ignore[no-untyped-def]
+    fake = FakeOpenAI([Raw(200, {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                           gzip_bomb(64 * 1024 * 1024))])
+    with fake.running():
+        agent = spawn("reviewer", "--base-url", fake.base_url, "--model", "m", "--max-response-bytes", "100000",
+                      "--keep-serving-on-failure")
+        err = events(agent.run(make_command("review")), "error")[-1]["payload"]
+    assert err["code"] == "model_error" and err["reason"] == "response_too_large"
+    assert "100000 bytes" in err["message"] and err["max_response_bytes"] == 100000
+
+
+def test_max_tokens_flag_sets_every_role(spawn) -> None:  # type: ignore[no-untyped-def]
+    fake = FakeOpenAI([REVIEW])
+    with fake.running():
+        spawn("reviewer", "--base-url", fake.base_url, "--model", "m", "--max-tokens", "333").run(make_command("review"))
+    assert fake.requests[0]["body"]["max_tokens"] == 333

@@ -21,8 +21,12 @@ Provider, OpenAI-compatible endpoint (chosen when there is no `luallm_model`)
 `api_key_env`           optional, the NAME of the environment variable holding the key (e.g.
                         "OPENAI_API_KEY"). A literal key anywhere in the file is rejected: files get
                         committed, pasted and backed up; the environment does not.
-`timeout_s`             optional, per-request timeout in seconds (default 120; the command deadline
-                        still wins).
+`timeout_s`             optional, seconds to connect and receive the first byte of the answer (which
+                        includes prompt processing; default 120; the command deadline still wins).
+`stall_s`               optional, longest silence in seconds once the answer streams (default:
+                        `--model-stall-s`, 60). A stream that keeps producing is never cut otherwise.
+`streaming`             optional, stream answers as server-sent events (default true; switched off
+                        automatically if the server rejects `stream`).
 `supports_json_schema`  optional, send `response_format: json_schema` for structured answers
                         (default true; switched off automatically if the server rejects it).
 `locality`              optional, "local" | "cloud"; default: local when the host is 127.0.0.1,
@@ -36,7 +40,8 @@ Provider, luallm-managed local model (chosen when `luallm_model` is present)
 `luallm_model`          required, the EXACT luallm model name (an inexact one opens luallm's
                         interactive picker).
 `binary`                optional, luallm binary for this model (default: `luallm.binary`).
-`timeout_s`, `supports_json_schema`, `notes` as above; `locality` is always "local".
+`timeout_s` (default 300), `stall_s`, `streaming`, `supports_json_schema`, `notes` as above;
+`locality` is always "local".
 The endpoint is `http://127.0.0.1:<port>/v1` with the port read fresh from `luallm status --json`.
 
 `luallm`
@@ -139,6 +144,8 @@ class OpenAIProvider(_Strict):
     model: str = Field(min_length=1)
     api_key_env: str | None = None
     timeout_s: float = Field(120.0, gt=0)
+    stall_s: float | None = Field(None, gt=0)
+    streaming: bool = True
     supports_json_schema: bool = True
     locality: Literal["local", "cloud"] | None = None
     notes: str | None = None
@@ -185,6 +192,8 @@ class LuallmProvider(_Strict):
     luallm_model: str = Field(min_length=1)
     binary: str | None = None
     timeout_s: float = Field(300.0, gt=0)
+    stall_s: float | None = Field(None, gt=0)
+    streaming: bool = True
     supports_json_schema: bool = True
     locality: Literal["local"] = "local"
     notes: str | None = None

@@ -54,12 +54,14 @@ def build_model_client(settings: ModelSettings, audit: AuditLog | None, redactor
             # Keys named by api_key_env may not end in _KEY/_TOKEN; make sure they are scrubbed anyway.
             if isinstance(provider, OpenAIProvider) and provider.api_key_env and env.get(provider.api_key_env):
                 redactor.add(env[provider.api_key_env])
-        client = RoutingModel(config, audit, environ=env, transport=transport, sleep=sleep, rand=rand)
+        client = RoutingModel(config, audit, environ=env, transport=transport, sleep=sleep, rand=rand,
+                              stall_s=settings.stall_s, max_response_bytes=settings.max_response_bytes)
     elif settings.base_url and settings.model:
         if settings.api_key:
             redactor.add(settings.api_key)
         http = OpenAIChatModel(settings.base_url, settings.model, settings.api_key, timeout_s=settings.timeout_s,
-                               transport=transport, audit=audit)
+                               stall_s=settings.stall_s, max_response_bytes=settings.max_response_bytes,
+                               transport=transport, audit=audit, probe=True)
         client = RetryingModel(http, RetryPolicy(), audit=audit, sleep=sleep, rand=rand)
     else:
         return None

@@ -1,7 +1,13 @@
 """Recorded responses: a JSONL file of request digest → reply, served without any network.
 
-Each line: {"digest", "request": {"messages": [...]}, "reply": {"text", "model"}, "usage"?,
-"latency_ms"?}. A miss fails loudly and names the nearest recorded request and where it differs.
+Each line: {"digest", "request": {"messages": [...]}, "reply": {"text", "model", "finish_reason"?},
+"usage"?, "latency_ms"?, "capabilities"?}. A miss fails loudly and names the nearest recorded request
+and where it differs.
+
+Capabilities: answer forms depend on them, so a replay must claim what the recorded server could do,
+or the agent would pick another form and ask other questions. The first line that carries a
+`capabilities` object ({"streaming", "json_schema", "grammar", "server"}) sets them; a recording
+without one claims JSON-schema output only (server "recorded").
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ from typing import Any
 import orjson
 
 from agent.errors import ReplayMiss
-from agent.models.base import ModelReply, ModelRequest, Usage
+from agent.models.base import Capabilities, ModelReply, ModelRequest, Usage
 
-__all__ = ["RecordedModel", "load_recordings"]
+__all__ = ["RecordedModel", "load_recordings", "RECORDED_CAPABILITIES"]
+
+RECORDED_CAPABILITIES = Capabilities(streaming=False, json_schema=True, grammar=False, server="recorded")
 
 
 def load_recordings(path: str | Path) -> list[dict[str, Any]]:
@@ -50,6 +58,11 @@ class RecordedModel:
         self._by_digest: dict[str, dict[str, Any]] = {}
         for e in self.entries:
             self._by_digest.setdefault(e["digest"], e)
+        self._capabilities = next((c for c in map(_capabilities_of, self.entries) if c is not None),
+                                  RECORDED_CAPABILITIES)
+
+    def capabilities(self, request: ModelRequest | None = None) -> Capabilities:
+        return self._capabilities
 
     def complete(self, request: ModelRequest) -> ModelReply:
         digest = request.digest()
@@ -58,9 +71,11 @@ class RecordedModel:
             raise self._miss(request, digest)
         reply = entry["reply"]
         usage = entry.get("usage") or {}
+        finish = reply.get("finish_reason")
         return ModelReply(
             text=reply["text"], model=reply.get("model", "recorded"), provider="recorded",
             usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), 0.0),
+            finish_reason=finish if isinstance(finish, str) else "stop",
         )
 
     def _miss(self, request: ModelRequest, digest: str) -> ReplayMiss:
@@ -83,6 +98,14 @@ class RecordedModel:
 
     def close(self) -> None:
         return None
+
+
+def _capabilities_of(entry: dict[str, Any]) -> Capabilities | None:
+    caps = entry.get("capabilities")
+    if not isinstance(caps, dict):
+        return None
+    return Capabilities(streaming=bool(caps.get("streaming", False)), json_schema=bool(caps.get("json_schema", True)),
+                        grammar=bool(caps.get("grammar", False)), server=str(caps.get("server") or "recorded"))
 
 
 def _first_difference(recorded: str, wanted: str) -> list[str]:

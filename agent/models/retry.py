@@ -1,9 +1,16 @@
 """Bounded retries for model calls: exponential backoff with full jitter, `Retry-After`, deadlines.
 
 Only transient failures are retried: transport timeouts (`ModelTimeout` whose `timeout_kind` is
-connect/read/write/pool) and HTTP 408, 409, 429 and 5xx (`ModelError` with a `status` detail). A
+connect/write/pool) and HTTP 408, 409, 429 and 5xx (`ModelError` with a `status` detail). A
 refused connection is *not* retried here: for a local model it usually means the server died, and
 the routing layer wants to hear that at once so it can fall back.
+
+A slow model is another matter. Answers stream, so a timeout no longer means "took long" but "went
+silent": nothing within the first-byte window (`first_byte`, or `read` without streaming) or a stall
+mid-answer (`stall`). Sending the identical request again mostly meets the same silence, so such a
+timeout is retried **once** per call at most, and the error that ends the call keeps its
+`partial_chars`. A `deadline` timeout — the stream was still going when time ran out — is never
+retried; a smaller request is the answers layer's decision, not ours.
 
 The wait before attempt n+1 is `Retry-After` when the server sent one, else a uniformly random
 value in [0, min(cap, base * 2**(n-1))] ("full jitter", which spreads retrying clients apart). No
@@ -21,12 +28,20 @@ from dataclasses import dataclass
 
 from agent.audit import AuditLog
 from agent.errors import AgentError, DeadlineExceeded, ModelError, ModelTimeout
-from agent.models.base import ModelClient, ModelReply, ModelRequest
+from agent.models.base import (
+    UNKNOWN_CAPABILITIES,
+    Capabilities,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    capabilities_of,
+)
 
 __all__ = ["RetryPolicy", "RetryingModel", "is_retriable", "parse_retry_after", "RETRY_STATUSES"]
 
 RETRY_STATUSES = frozenset({408, 409, 429})
-_TIMEOUT_KINDS = frozenset({"connect", "read", "write", "pool"})
+_TRANSIENT_TIMEOUTS = frozenset({"connect", "write", "pool"})
+_SILENCE_TIMEOUTS = frozenset({"first_byte", "stall", "read"})  # retried once per call at most
 
 
 @dataclass(frozen=True)
@@ -44,9 +59,9 @@ class RetryPolicy:
 
 
 def is_retriable(exc: AgentError) -> bool:
-    """True for transport timeouts and HTTP 408/409/429/5xx; everything else fails at once."""
+    """True for transport and silence timeouts and HTTP 408/409/429/5xx; everything else fails at once."""
     if isinstance(exc, ModelTimeout):
-        return exc.details.get("timeout_kind") in _TIMEOUT_KINDS
+        return exc.details.get("timeout_kind") in _TRANSIENT_TIMEOUTS | _SILENCE_TIMEOUTS
     status = exc.details.get("status")
     return isinstance(status, int) and (status in RETRY_STATUSES or 500 <= status <= 599)
 
@@ -86,11 +101,16 @@ class RetryingModel:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         attempts = max(1, self.policy.attempts)
+        silences = 0
         for attempt in range(1, attempts + 1):
             try:
                 reply = self.inner.complete(request)
             except ModelError as exc:
+                silent = isinstance(exc, ModelTimeout) and exc.details.get("timeout_kind") in _SILENCE_TIMEOUTS
+                silences += silent
                 wait, give_up = self._plan_next(exc, attempt, attempts, request)
+                if give_up is None and silent and silences > 1:
+                    give_up = "silent_twice"
                 self._record(attempt, request, outcome="error", error=exc, wait_s=None if give_up else wait,
                              gave_up=give_up)
                 if give_up:
@@ -140,6 +160,9 @@ class RetryingModel:
         if gave_up is not None:
             fields["gave_up"] = gave_up
         self.audit.record("model_attempt", **fields)
+
+    def capabilities(self, request: ModelRequest | None = None) -> Capabilities:
+        return capabilities_of(self.inner, request) or UNKNOWN_CAPABILITIES
 
     def close(self) -> None:
         self.inner.close()

@@ -31,8 +31,16 @@ import httpx
 
 from agent.audit import AuditLog
 from agent.errors import DeadlineExceeded, ModelError, ModelNotConfigured, ModelNotRunning, NoModelAvailable
-from agent.models.base import ModelClient, ModelReply, ModelRequest
+from agent.models.base import (
+    UNKNOWN_CAPABILITIES,
+    Capabilities,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    capabilities_of,
+)
 from agent.models.config import LuallmProvider, ModelConfig, OpenAIProvider
+from agent.models.limits import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_S
 from agent.models.luallm import LuallmCLI, ModelDead
 from agent.models.notes import NoteFlags, estimate_tokens, parse_note
 from agent.models.openai_http import OpenAIChatModel
@@ -79,9 +87,13 @@ class RoutingModel:
     def __init__(self, config: ModelConfig, audit: AuditLog | None = None, *,
                  environ: Mapping[str, str] | None = None, transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep, rand: Callable[[], float] = random.random,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, stall_s: float = DEFAULT_STALL_S,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, probe: bool = True) -> None:
         self.config = config
         self.audit = audit
+        self.stall_s = stall_s  # for providers that set no `stall_s`
+        self.max_response_bytes = max_response_bytes
+        self._probe = probe
         self._environ = os.environ if environ is None else environ
         self._transport = transport
         self._sleep = sleep
@@ -132,6 +144,25 @@ class RoutingModel:
             return reply
         raise self._exhausted(request, tried)
 
+    def capabilities(self, request: ModelRequest | None = None) -> Capabilities:
+        """What the provider that would serve `request` (default: a planning request) supports.
+
+        That is the first candidate whose client exists or can be made without starting anything:
+        an OpenAI endpoint, or a luallm model that is already running. Notes are not consulted
+        (they depend on the prompt). Nothing suitable → `UNKNOWN_CAPABILITIES`.
+        """
+        probe_request = request or ModelRequest(messages=[], task_type="planning")
+        for name in candidate_order(self.config, probe_request):
+            provider = self.config.providers[name]
+            try:
+                if isinstance(provider, LuallmProvider) and not self._ready(provider):
+                    continue
+                client = self._client(name, provider, probe_request)
+            except ModelError:
+                continue
+            return capabilities_of(client, request) or UNKNOWN_CAPABILITIES
+        return UNKNOWN_CAPABILITIES
+
     def close(self) -> None:
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
@@ -142,6 +173,12 @@ class RoutingModel:
             cli.close()  # stops models we started, when auto_stop is on
 
     # -- candidates ---------------------------------------------------------------------------
+
+    def _ready(self, provider: LuallmProvider) -> bool:
+        """Is this luallm model running and healthy right now (so asking it starts and waits for nothing)?"""
+        cli = self.luallm_cli(provider.binary)
+        server = cli.status().server(provider.luallm_model)
+        return bool(server and server.running and server.port is not None and cli.health(server.port) == "ok")
 
     def luallm_cli(self, binary: str | None = None) -> LuallmCLI:
         """The (shared) wrapper for a luallm binary, configured from `luallm` settings."""
@@ -184,8 +221,11 @@ class RoutingModel:
             client = self._clients.get(key)
             if client is None:
                 http = OpenAIChatModel(base_url, model, api_key, timeout_s=provider.timeout_s,
-                                       transport=self._transport, supports_json_schema=provider.supports_json_schema,
-                                       audit=self.audit, provider=name, clock=self._clock)
+                                       stall_s=provider.stall_s or self.stall_s,
+                                       max_response_bytes=self.max_response_bytes, transport=self._transport,
+                                       supports_json_schema=provider.supports_json_schema,
+                                       streaming=provider.streaming, probe=self._probe, audit=self.audit,
+                                       provider=name, clock=self._clock)
                 client = RetryingModel(http, self._policy, audit=self.audit, sleep=self._sleep, rand=self._rand,
                                        clock=self._clock)
                 self._clients[key] = client

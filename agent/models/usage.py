@@ -13,7 +13,14 @@ from typing import Any
 
 from agent.audit import AuditLog
 from agent.errors import AgentError
-from agent.models.base import ModelClient, ModelReply, ModelRequest
+from agent.models.base import (
+    UNKNOWN_CAPABILITIES,
+    Capabilities,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    capabilities_of,
+)
 
 __all__ = ["AuditedModel", "UsageTracker"]
 
@@ -27,7 +34,8 @@ class AuditedModel:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         started = time.perf_counter()
-        base = {"digest": request.digest(), "task_type": request.task_type, "role": request.role}
+        base = {"digest": request.digest(), "task_type": request.task_type, "role": request.role,
+                "max_tokens": request.resolved_max_tokens()}
         try:
             reply = self.inner.complete(request)
         except AgentError as exc:
@@ -39,8 +47,12 @@ class AuditedModel:
             usage["latency_ms"] = round((time.perf_counter() - started) * 1000.0, 1)
         self.audit.record("model_call", **base, outcome="ok", model=reply.model, provider=reply.provider,
                           attempts=reply.attempts, usage=usage, tokens_in=reply.usage.prompt_tokens,
-                          tokens_out=reply.usage.completion_tokens, latency_ms=usage["latency_ms"])
+                          tokens_out=reply.usage.completion_tokens, latency_ms=usage["latency_ms"],
+                          finish_reason=reply.finish_reason)
         return reply
+
+    def capabilities(self, request: ModelRequest | None = None) -> Capabilities:
+        return capabilities_of(self.inner, request) or UNKNOWN_CAPABILITIES
 
     def close(self) -> None:
         self.inner.close()
@@ -68,6 +80,9 @@ class UsageTracker:
         with self._lock:
             return {"calls": self._calls, "prompt_tokens": self._prompt, "completion_tokens": self._completion,
                     "models": list(self._models)}
+
+    def capabilities(self, request: ModelRequest | None = None) -> Capabilities:
+        return capabilities_of(self.client, request) or UNKNOWN_CAPABILITIES
 
     def reset(self) -> None:
         with self._lock:

@@ -32,7 +32,7 @@ class RoleSettings:
     max_repairs: int = 2
     max_tool_rounds: int = 3
     prefer_plans: bool = True
-    max_tokens: int | None = 4096  # sent with every request: a small model otherwise runs to the server's cap
+    max_tokens: int | None = None  # None: each role's default (agent.models.limits.default_max_tokens)
     plan_limits: Any = None  # agent.plans.PlanLimits, imported lazily
 
 

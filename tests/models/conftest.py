@@ -11,6 +11,7 @@ import pytest
 
 from agent.audit import AuditLog
 from agent.models.luallm import clear_help_cache
+from agent.models.probe import clear_capabilities_cache
 from agent.redact import Redactor
 
 
@@ -40,6 +41,7 @@ def audit(tmp_path: Path) -> AuditProbe:
 @pytest.fixture(autouse=True)
 def _fresh_help_cache() -> None:
     clear_help_cache()
+    clear_capabilities_cache()
 
 
 def completion_body(text: str, prompt_tokens: int = 11, completion_tokens: int = 7,

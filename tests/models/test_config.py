@@ -138,3 +138,23 @@ def test_config_path_resolution() -> None:
     assert resolve_config_path("flag.json", {"LUALLM_AGENT_CONFIG": "env.json"}) == "flag.json"
     assert resolve_config_path(None, {"LUALLM_AGENT_CONFIG": "env.json"}) == "env.json"
     assert resolve_config_path(None, {}) is None
+
+
+def test_stall_and_streaming_are_per_provider_and_reach_the_client() -> None:
+    import httpx
+
+    from agent.models.base import ModelRequest
+    from agent.models.openai_http import OpenAIChatModel
+    from agent.models.routing import RoutingModel
+
+    data = base()
+    data["providers"]["cloud"].update(stall_s=15, streaming=False, timeout_s=30)
+    cfg = parse_config(data)
+    assert cfg.providers["cloud"].stall_s == 15 and cfg.providers["cloud"].streaming is False
+    assert cfg.providers["local"].stall_s is None and cfg.providers["local"].streaming is True
+    routing = RoutingModel(cfg, environ={"EXAMPLE_API_KEY": "sk-example-0123456789"}, stall_s=45,
+                           max_response_bytes=1000, transport=httpx.MockTransport(lambda r: httpx.Response(404)))
+    http = routing._client("cloud", cfg.providers["cloud"], ModelRequest(messages=[])).inner  # type: ignore[attr-defined]
+    assert isinstance(http, OpenAIChatModel)
+    assert (http.timeout_s, http.stall_s, http.streaming, http.max_response_bytes) == (30, 15, False, 1000)
+    assert "stall_s" in error_of(base(providers={"x": {"base_url": "http://h/v1", "model": "m", "stall_s": 0}}))

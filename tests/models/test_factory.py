@@ -60,6 +60,8 @@ def test_base_url_and_model_give_an_http_client_with_retry(audit) -> None:
     sent: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # the capability probe
+            return httpx.Response(404)
         sent.append(request)
         return answers.pop(0)
 

@@ -64,8 +64,10 @@ def test_success_parses_content_usage_and_sends_the_request(completion) -> None:
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     body = server.body()
     assert body["model"] == "qwen" and body["messages"][1] == {"role": "user", "content": "hi"}
-    assert body["max_tokens"] == 100 and body["temperature"] == 0.0 and body["stream"] is False
-    assert "response_format" not in body
+    assert body["max_tokens"] == 100 and body["temperature"] == 0.0
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert "response_format" not in body and "grammar" not in body
+    assert reply.finish_reason == "stop" and not reply.truncated
 
 
 def test_no_authorization_header_without_a_key(completion) -> None:
@@ -144,7 +146,7 @@ def test_connect_error_is_a_model_error_naming_the_url() -> None:
     assert err.value.details["reason"] == "connect_error"
 
 
-@pytest.mark.parametrize("exc, kind", [(httpx.ReadTimeout("timed out"), "read"),
+@pytest.mark.parametrize("exc, kind", [(httpx.ReadTimeout("timed out"), "first_byte"),
                                        (httpx.ConnectTimeout("timed out"), "connect")])
 def test_timeouts_become_model_timeout(exc: Exception, kind: str) -> None:
     with pytest.raises(ModelTimeout) as err:
@@ -171,8 +173,19 @@ def test_timeout_uses_timeout_s_when_deadline_is_far(completion) -> None:
         seen.update(request.extensions["timeout"])
         return httpx.Response(200, json=completion("x"))
 
-    model(Server(answer), timeout_s=7.0).complete(req(deadline=time.time() + 500))
-    assert seen["read"] == 7.0
+    model(Server(answer), timeout_s=7.0, stall_s=3.0).complete(req(deadline=time.time() + 500))
+    assert seen["connect"] == 7.0 and seen["read"] == 7.0
+
+
+def test_httpx_read_timeout_is_only_a_backstop_as_long_as_the_longest_silence(completion) -> None:
+    seen: dict[str, Any] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.update(request.extensions["timeout"])
+        return httpx.Response(200, json=completion("x"))
+
+    model(Server(answer), timeout_s=7.0, stall_s=30.0).complete(req())
+    assert seen["connect"] == 7.0 and seen["read"] == 30.0
 
 
 def test_no_time_left_raises_deadline_exceeded_without_sending() -> None:

@@ -38,6 +38,8 @@ def req(deadline: float | None = None) -> ModelRequest:
 @pytest.mark.parametrize("exc, expected", [
     (ModelTimeout("t", timeout_kind="connect"), True),
     (ModelTimeout("t", timeout_kind="read"), True),
+    (ModelTimeout("t", timeout_kind="first_byte"), True),
+    (ModelTimeout("t", timeout_kind="stall"), True),
     (ModelTimeout("t", timeout_kind="deadline"), False),
     (ModelError("e", status=408), True),
     (ModelError("e", status=409), True),
@@ -134,5 +136,38 @@ def test_deadline_exceeded_from_inner_is_not_retried(fake_sleep) -> None:
     inner = Flaky(DeadlineExceeded("no time"))
     model = RetryingModel(inner, RetryPolicy(attempts=3), sleep=fake_sleep, clock=fake_sleep.clock)
     with pytest.raises(DeadlineExceeded):
+        model.complete(req())
+    assert inner.calls == 1
+
+
+@pytest.mark.parametrize("kind", ["stall", "first_byte", "read"])
+def test_a_silent_model_is_asked_again_once_only(kind: str, audit, fake_sleep) -> None:
+    inner = Flaky(*[ModelTimeout("quiet", timeout_kind=kind, partial_chars=7) for _ in range(5)])
+    model = RetryingModel(inner, RetryPolicy(attempts=5), audit=audit.log, sleep=fake_sleep, rand=lambda: 0.0,
+                          clock=fake_sleep.clock)
+    with pytest.raises(ModelTimeout) as err:
+        model.complete(req())
+    assert inner.calls == 2
+    assert err.value.details["partial_chars"] == 7 and err.value.details["attempts"] == 2
+    assert audit.events("model_attempt")[-1]["gave_up"] == "silent_twice"
+
+
+def test_a_silence_then_a_busy_server_still_gets_its_retries(fake_sleep) -> None:
+    inner = Flaky(ModelTimeout("quiet", timeout_kind="stall"), ModelError("busy", status=503),
+                  ModelError("busy", status=503))
+    model = RetryingModel(inner, RetryPolicy(attempts=4), sleep=fake_sleep, rand=lambda: 0.0, clock=fake_sleep.clock)
+    assert model.complete(req()).text == "ok" and inner.calls == 4
+
+
+def test_transport_timeouts_keep_every_attempt(fake_sleep) -> None:
+    inner = Flaky(*[ModelTimeout("net", timeout_kind="connect") for _ in range(2)])
+    model = RetryingModel(inner, RetryPolicy(attempts=3), sleep=fake_sleep, rand=lambda: 0.0, clock=fake_sleep.clock)
+    assert model.complete(req()).text == "ok" and inner.calls == 3
+
+
+def test_deadline_during_a_stream_is_not_resent(fake_sleep) -> None:
+    inner = Flaky(ModelTimeout("still going", timeout_kind="deadline", partial_chars=900))
+    model = RetryingModel(inner, RetryPolicy(attempts=3), sleep=fake_sleep, clock=fake_sleep.clock)
+    with pytest.raises(ModelTimeout):
         model.complete(req())
     assert inner.calls == 1
