@@ -71,7 +71,8 @@ class Agent:
             self.redactor.add(config.models.api_key)
         # Every write refuses content carrying a secret the redactor knows (read at each write).
         self.workspace = Workspace(config.workspace, secret_values=self.redactor.values)
-        self.audit = AuditLog(self.workspace.root / AGENT_DIR / "audit.jsonl", self.redactor)
+        self.audit = AuditLog(self.workspace.root / AGENT_DIR / "audit.jsonl", self.redactor,
+                              anchor=self.workspace.root)
         self.writer = Writer(stdout, redact=self.redactor.data, spill=self._spill,
                              max_logs=config.max_stdout_logs)
         self.reader = LineReader(stdin, config.max_input_line)

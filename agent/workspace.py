@@ -482,6 +482,46 @@ class Workspace:
         except OSError:
             pass  # some file systems cannot fsync a directory; the rename is still atomic
 
+    def append(self, rel: str, data: bytes, *, policy: PathPolicy = AGENT) -> None:
+        """Append to a log file (created 0600) reached without following links: the audit log."""
+        key = self._judge(rel, policy, True)
+        parts = key.split("/")
+        try:
+            dir_fd = self._open_dir(parts[:-1], rel, create=True)
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600, dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except AgentError:
+            raise
+        except OSError as exc:
+            raise _write_error(rel, exc) from None
+
+    def rename(self, src: str, dst: str, *, policy: PathPolicy = AGENT) -> None:
+        """Rename within the workspace (log rotation); neither side's directories are followed."""
+        a, b = self._judge(src, policy, True).split("/"), self._judge(dst, policy, True).split("/")
+        try:
+            src_fd = self._open_dir(a[:-1], src, create=False)
+            try:
+                dst_fd = self._open_dir(b[:-1], dst, create=True)
+                try:
+                    os.replace(a[-1], b[-1], src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                finally:
+                    os.close(dst_fd)
+            finally:
+                os.close(src_fd)
+        except (AgentError, FileNotFoundError):
+            raise
+        except OSError as exc:
+            raise _write_error(dst, exc) from None
+
     def create_exclusive(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> Artifact:
         """Like write_atomic but fails (artifact_write_failed) if the file already exists."""
         try:
