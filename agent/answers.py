@@ -8,7 +8,7 @@ back for the final answer, also bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from agent.errors import (
     PathRejected,
     PlanError,
     PlanFileMissing,
+    SecretInArtifact,
 )
 from agent.models.base import ModelRequest
 from agent.protocol import schema_errors
@@ -37,7 +38,7 @@ class InvalidAnswer(AgentError):
 
 
 # Errors worth sending back to the model with their exact message.
-_REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, PathRejected)
+_REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, PathRejected, SecretInArtifact)
 
 
 @dataclass
@@ -45,6 +46,10 @@ class AnswerSpec:
     role: str
     task_type: str
     check: Callable[[dict[str, Any]], None] | None = None  # role rules; raise a repairable error
+    # The role writes its whole answer into a workspace file (review, spec notes, planning
+    # artifact): a secret anywhere in it is refused up front, while the model can repair it.
+    # The builder writes only its files' contents, which its `check` guards instead.
+    guard_answer: bool = True
 
     @property
     def schema_name(self) -> str:
@@ -92,7 +97,18 @@ def _plans() -> Any:
     return plans
 
 
-def _validate(spec: AnswerSpec, data: Any) -> dict[str, Any]:
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _validate(ctx: CommandContext, spec: AnswerSpec, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidAnswer(f"the answer must be a JSON object (Lua table), got {type(data).__name__}")
     errors = schema_errors(spec.schema_name, data)
@@ -100,6 +116,9 @@ def _validate(spec: AnswerSpec, data: Any) -> dict[str, Any]:
         raise InvalidAnswer("the answer does not match the schema: " + "; ".join(errors))
     if spec.check:
         spec.check(data)
+    if spec.guard_answer:
+        for text in _strings(data):
+            ctx.workspace.guard_content("the answer", text.encode("utf-8", "replace"))
     return data
 
 
@@ -146,7 +165,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str
         ctx.log("info", "answer validated", via=answer.via, attempts=attempt)
         return answer
     assert last is not None
-    if isinstance(last, PlanError | ForbiddenSpecEdit | PlanFileMissing | PathRejected):
+    if isinstance(last, PlanError | ForbiddenSpecEdit | PlanFileMissing | PathRejected | SecretInArtifact):
         raise last
     raise InvalidModelResponse(f"no valid answer after {attempt} attempts; last error: {last.message}",
                                attempts=attempt)
@@ -177,7 +196,7 @@ def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -
         for art in outcome.artifacts:
             ctx.add_artifact(art)
         ctx.log("info", "plan ran", run_id=outcome.run_id, tool_calls=len(outcome.tool_calls))
-        return Answer(_validate(spec, outcome.result), "lua", attempt, plan=outcome)
+        return Answer(_validate(ctx, spec, outcome.result), "lua", attempt, plan=outcome)
     data = extract_json(text)
     actions = plans.parse_action_list(data)
     if actions is not None:
@@ -187,7 +206,7 @@ def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -
             ctx.add_artifact(art)
         results = orjson.dumps(outcome.result, default=str).decode()
         raise _ToolRound(results[:32 * 1024])
-    return Answer(_validate(spec, data), "json", attempt)
+    return Answer(_validate(ctx, spec, data), "json", attempt)
 
 
 def plan_tools_for(role: str) -> tuple[str, ...] | None:

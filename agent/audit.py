@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 
 from agent.clock import utc_now
+from agent.errors import AgentError
 from agent.redact import Redactor
-from agent.workspace import make_private_dirs
+from agent.workspace import Workspace, make_private_dirs
 
 __all__ = ["AuditLog"]
 
@@ -25,15 +26,21 @@ class AuditLog:
     """Append-only JSONL audit trail, 0600, rotated to `.1` … `.keep` when it passes `max_bytes`."""
 
     def __init__(self, path: Path | None, redactor: Redactor, *, max_bytes: int = 5 * 1024 * 1024,
-                 keep: int = 3, stderr: bool = True) -> None:
+                 keep: int = 3, stderr: bool = True, anchor: Path | None = None) -> None:
+        """`anchor`: the directory (the workspace root) from which the log is reached without
+        following any link, so a planted `logs -> /elsewhere` symlink cannot redirect it."""
         self.path = path
         self.redactor = redactor
         self.max_bytes = max_bytes
         self.keep = keep
         self.stderr = stderr
         self._lock = threading.Lock()
+        self._ws: Workspace | None = None
         if path is not None:
-            make_private_dirs(path.parent)
+            base = anchor or path.parent
+            make_private_dirs(base)
+            self._ws = Workspace(base)
+            self._rel = os.path.relpath(path, base)
 
     def record(self, event: str, **fields: Any) -> None:
         """Write one audit line (and a compact line to stderr)."""
@@ -47,16 +54,12 @@ class AuditLog:
                     sys.stderr.flush()
                 except (OSError, ValueError):
                     pass
-            if self.path is None:
+            if self._ws is None:
                 return
             try:
                 self._rotate_if_needed(len(line))
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(fd, line)
-                finally:
-                    os.close(fd)
-            except OSError:
+                self._ws.append(self._rel, line)
+            except (OSError, AgentError):
                 pass
 
     def exception(self, event: str, exc: BaseException, **fields: Any) -> None:
@@ -64,15 +67,14 @@ class AuditLog:
         self.record(event, error=repr(exc), traceback=tb, **fields)
 
     def _rotate_if_needed(self, incoming: int) -> None:
-        assert self.path is not None
+        assert self._ws is not None
         try:
-            size = self.path.stat().st_size
+            size = self._ws.lstat(self._rel).st_size
         except FileNotFoundError:
             return
         if size + incoming <= self.max_bytes:
             return
         for i in range(self.keep - 1, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{i}")
-            if older.exists():
-                os.replace(older, self.path.with_name(f"{self.path.name}.{i + 1}"))
-        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+            if self._ws.exists(f"{self._rel}.{i}"):
+                self._ws.rename(f"{self._rel}.{i}", f"{self._rel}.{i + 1}")
+        self._ws.rename(self._rel, f"{self._rel}.1")

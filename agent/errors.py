@@ -8,7 +8,9 @@ AgentError
 │   └── VersionMismatch           version_mismatch
 ├── WorkspaceError
 │   ├── PathRejected              path_rejected
-│   └── ArtifactWriteFailed       artifact_write_failed
+│   ├── ArtifactWriteFailed       artifact_write_failed
+│   ├── FileUnreadable            file_unreadable
+│   └── SecretInArtifact          secret_in_artifact
 ├── ModelError                    model_error            (retriable)
 │   ├── ModelNotConfigured        model_not_configured
 │   ├── ModelTimeout              model_timeout          (retriable)
@@ -38,7 +40,8 @@ from typing import Any
 
 __all__ = [
     "AgentError", "ProtocolError", "MessageTooLarge", "InvalidCommand", "UnsupportedAction",
-    "VersionMismatch", "WorkspaceError", "PathRejected", "ArtifactWriteFailed", "ModelError",
+    "VersionMismatch", "WorkspaceError", "PathRejected", "ArtifactWriteFailed", "FileUnreadable",
+    "SecretInArtifact", "ModelError",
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
     "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
@@ -96,13 +99,23 @@ class WorkspaceError(AgentError):
 
 
 class PathRejected(WorkspaceError):
-    """A path would resolve outside the workspace (absolute, `..`, or through a symlink)."""
+    """A path outside the workspace, through a symlink, too long, or protected by the path policy."""
     code = "path_rejected"
 
 
 class ArtifactWriteFailed(WorkspaceError):
-    """A required output could not be written."""
+    """A file could not be written (no space, quota, read-only, permission) or was not produced."""
     code = "artifact_write_failed"
+
+
+class FileUnreadable(WorkspaceError):
+    """A workspace file exists but could not be read (permission, I/O error)."""
+    code = "file_unreadable"
+
+
+class SecretInArtifact(WorkspaceError):
+    """A write's content contains the value of a known secret; refused, never silently rewritten."""
+    code = "secret_in_artifact"
 
 
 class ModelError(AgentError):

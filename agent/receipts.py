@@ -13,7 +13,6 @@ matches its checksum: lorch reuses keys across review loops and intake clarifica
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +20,8 @@ import orjson
 
 from agent import __version__
 from agent.clock import utc_now
+from agent.errors import AgentError
+from agent.pathpolicy import AGENT
 from agent.protocol import Command
 from agent.workspace import Artifact, Workspace, sanitize_id
 
@@ -67,7 +68,7 @@ class ReceiptStore:
     def _read_json(self, rel: str) -> Any:
         try:
             return orjson.loads(self.ws.read_bytes(rel))
-        except (OSError, orjson.JSONDecodeError):
+        except (OSError, AgentError, orjson.JSONDecodeError):
             return None
 
     def state_digest(self, task_id: str, ws_digest: str) -> str:
@@ -130,12 +131,12 @@ class ReceiptStore:
         }
         if usage:
             data["usage"] = usage
-        self.ws.write_atomic(rel, orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        self.ws.write_atomic(rel, orjson.dumps(data, option=orjson.OPT_INDENT_2), policy=AGENT)
         index_rel = self._index_path(cmd.task_id, cmd.idempotency_key)
         index = self._read_json(index_rel)
         entries = index if isinstance(index, list) else []
         entries.append({"action": cmd.action, "inputs_digest": in_digest, "workspace_digest": ws_digest, "receipt": rel})
-        self.ws.write_atomic(index_rel, orjson.dumps(entries[-50:]))
+        self.ws.write_atomic(index_rel, orjson.dumps(entries[-50:]), policy=AGENT)
         return rel
 
     def _next_number(self, task_dir: str, action: str) -> int:
@@ -143,7 +144,7 @@ class ReceiptStore:
         counter_rel = f"{task_dir}/.index/{action}.seq"
         current = self._read_json(counter_rel)
         n = (current if isinstance(current, int) else 0) + 1
-        while os.path.exists(self.ws.resolve(f"{task_dir}/{action}-{n}.json")):
+        while self.ws.exists(f"{task_dir}/{action}-{n}.json"):
             n += 1
-        self.ws.write_atomic(counter_rel, str(n))
+        self.ws.write_atomic(counter_rel, str(n), policy=AGENT)
         return n

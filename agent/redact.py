@@ -39,6 +39,10 @@ class Redactor:
         if len(value) >= _MIN_SECRET_LEN and value not in self._values:
             self._values = sorted([*self._values, value], key=len, reverse=True)
 
+    def values(self) -> list[str]:
+        """The secret values known so far (the workspace refuses writes that contain one)."""
+        return list(self._values)
+
     def text(self, s: str) -> str:
         for v in self._values:
             if v in s:

@@ -35,6 +35,7 @@ from agent.errors import (
 from agent.heartbeat import HeartbeatPump
 from agent.models.base import ModelClient, ModelSettings
 from agent.models.usage import UsageTracker
+from agent.pathpolicy import AGENT
 from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, recover_ids
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
@@ -65,11 +66,13 @@ class Agent:
     def __init__(self, config: AgentConfig, stdin: BinaryIO, stdout: BinaryIO) -> None:
         self.config = config
         self.role = config.role
-        self.workspace = Workspace(config.workspace)
         self.redactor = Redactor()
         if config.models.api_key:
             self.redactor.add(config.models.api_key)
-        self.audit = AuditLog(self.workspace.root / AGENT_DIR / "audit.jsonl", self.redactor)
+        # Every write refuses content carrying a secret the redactor knows (read at each write).
+        self.workspace = Workspace(config.workspace, secret_values=self.redactor.values)
+        self.audit = AuditLog(self.workspace.root / AGENT_DIR / "audit.jsonl", self.redactor,
+                              anchor=self.workspace.root)
         self.writer = Writer(stdout, redact=self.redactor.data, spill=self._spill,
                              max_logs=config.max_stdout_logs)
         self.reader = LineReader(stdin, config.max_input_line)
@@ -276,8 +279,8 @@ class Agent:
         produced = {a.path for a in ctx.artifacts}
         for out in ctx.cmd.expected_outputs:
             try:
-                target = self.workspace.resolve(out.path)
-                ok = self.workspace.relpath(target) in produced or target.is_file()
+                # Judged on the normalised path: `./out.md` is the `out.md` the role produced.
+                ok = self.workspace.normalize(out.path) in produced or self.workspace.is_file(out.path)
                 why = "was not produced"
             except PathRejected as exc:
                 ok, why = False, exc.message
@@ -319,7 +322,7 @@ class Agent:
         raw = orjson.dumps(self.redactor.data(payload), option=orjson.OPT_INDENT_2)
         rel = f"{AGENT_DIR}/spill/{message.get('message_id', 'message')}.json"
         try:
-            art = self.workspace.write_atomic(rel, raw)
+            art = self.workspace.write_atomic(rel, raw, policy=AGENT)
             spilled: dict[str, Any] = art.to_dict()
         except AgentError as exc:
             spilled = {"error": exc.message, "sha256": sha256_bytes(raw), "size": len(raw)}

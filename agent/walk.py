@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.pathpolicy import BOOKKEEPING_DIRS
+
 __all__ = ["IgnoreRules", "walk_files", "walk_dirs", "summarize_listing", "IGNORE_FILES", "BOOKKEEPING_DIRS",
            "LORCH_ROOT_FILES", "is_rule_file"]
 
-# Directories that hold the agent's or lorch's own bookkeeping, not the files a role reads.
-BOOKKEEPING_DIRS = frozenset({"receipts", "events", "state", "logs", "snapshots", "transcripts"})
 # lorch's own files at the workspace root: configuration and a console log people redirect there.
 LORCH_ROOT_FILES = frozenset({"lorch.json", "lorch-console.log"})
 # Files whose change changes which files are ignored.

@@ -1,25 +1,44 @@
 """The only place that decides whether a path is allowed, and the only writer of files.
 
-Every path from a command, a model answer or a plan tool is resolved inside the workspace root:
-absolute paths outside it, `..` escapes and symlinks that lead out (including a symlinked parent
-directory of a file that does not exist yet) are rejected. Writes are atomic: a temp file in the
-same directory, fsync, rename, directory fsync; files 0600, new directories 0700.
+Every path from a command, a model answer or a plan tool is normalised (`.`/`..` folded inside
+the root, absolute paths inside the root made relative; anything that would leave the root is
+`path_rejected`) and judged by a `PathPolicy` (`agent.pathpolicy`) on that normalised form.
+
+Files are then opened race-free: from a directory fd of the root, one component at a time with
+`O_NOFOLLOW|O_DIRECTORY` (`openat`), missing directories made with `mkdirat` at 0700, the file
+itself opened `O_NOFOLLOW`. No symlink is ever followed — not even one that stays inside — so a
+directory swapped for a link to the outside while the agent writes makes the write fail with
+`path_rejected` naming the component, never land outside. A write goes to a temp file created in
+that directory fd, is fsynced, renamed over the target within the same fd (`renameat`), and the
+directory is fsynced. A rewritten file keeps its permission bits; new files are 0600.
+
+Writes whose content carries a known secret value are refused (`secret_in_artifact`): artifacts
+are written exactly as asked, or not at all.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import secrets
+import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.errors import ArtifactWriteFailed, PathRejected, ShuttingDown
-from agent.walk import BOOKKEEPING_DIRS
+from agent.errors import (
+    AgentError,
+    ArtifactWriteFailed,
+    FileUnreadable,
+    PathRejected,
+    SecretInArtifact,
+    ShuttingDown,
+)
+from agent.pathpolicy import AGENT, AGENT_DIR, BOOKKEEPING_DIRS, MODEL, PathPolicy
 
 if TYPE_CHECKING:
     from agent.walk import IgnoreRules
@@ -27,18 +46,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Artifact", "Workspace", "sanitize_id", "sha256_bytes", "remove_pending_temps", "begin_shutdown",
-    "make_private_dirs",
+    "make_private_dirs", "SecretSource",
     "DIGEST_EXCLUDES", "AGENT_DIR",
 ]
 
-# Directories that hold the agent's or lorch's own bookkeeping, not the files a role reads.
+# Directories that hold the agent's or lorch's bookkeeping, not the files a role reads.
 DIGEST_EXCLUDES = BOOKKEEPING_DIRS
-# What the agent itself keeps in the workspace (audit log, plan runs, spilled payloads).
-AGENT_DIR = "logs/luallm-agent"
+# The values whose presence refuses a write: a fixed list, or a callable read at each write
+# (the runtime's redactor learns secrets from command inputs as they arrive).
+SecretSource = Callable[[], Iterable[str]] | Iterable[str]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
+_NAME_MAX = 255          # bytes in one path component (Linux NAME_MAX)
+_PATH_MAX = 4095         # bytes in a whole path
+_TEMP_STEM = 180         # keeps `.<name>.tmp.<pid>.<rand>` under NAME_MAX
+_STEP_TRIES = 4          # a component that keeps changing while we open it is refused after this
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO never hangs us
 _pending_lock = threading.Lock()
-_pending_temps: set[str] = set()
+_pending_temps: dict[object, tuple[int, str]] = {}   # token → (directory fd, temp name) of writes in flight
 _closing = False
 
 
@@ -86,16 +112,16 @@ def make_private_dirs(directory: Path) -> list[Path]:
 
 def remove_pending_temps() -> int:
     """Delete temp files of writes still in flight (used at shutdown); returns how many."""
-    with _pending_lock:
-        paths = list(_pending_temps)
-        _pending_temps.clear()
     removed = 0
-    for p in paths:
-        try:
-            os.unlink(p)
-            removed += 1
-        except OSError:
-            pass
+    # Unlink under the lock: a writer closes its directory fd only after taking its entry out.
+    with _pending_lock:
+        for dir_fd, name in _pending_temps.values():
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+                removed += 1
+            except OSError:
+                pass
+        _pending_temps.clear()
     return removed
 
 
@@ -112,117 +138,402 @@ class Artifact:
 
 
 class Workspace:
-    """A workspace root with safe path resolution, atomic writes and a content digest."""
+    """A workspace root with one path policy, race-free file access and a content digest."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, secret_values: SecretSource = ()) -> None:
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise NotADirectoryError(f"workspace is not a directory: {root}")
         self.root = Path(real)
+        self._spellings = sorted({real, os.path.abspath(os.fspath(root))}, key=len, reverse=True)
+        self._secrets = secret_values
         self._state: DigestState | None = None
         self._rules: IgnoreRules | None = None
 
     # -- paths -------------------------------------------------------------------------------
-    def resolve(self, rel: str) -> Path:
-        """Absolute real path for `rel`, or PathRejected if it would leave the workspace."""
-        if not isinstance(rel, str) or not rel.strip():
-            raise PathRejected("empty path", path=str(rel))
-        if "\x00" in rel:
-            raise PathRejected("path contains a NUL byte", path=rel.replace("\x00", "\\0"))
-        candidate = rel if os.path.isabs(rel) else os.path.join(self.root, rel)
-        # realpath (non-strict) follows every symlink that exists, including a symlinked parent
-        # of a file not yet created and a dangling final link, then applies `..` to the result.
-        real = os.path.realpath(candidate)
-        if not self._inside(real):
-            raise PathRejected(f"path escapes the workspace: {rel}", path=rel)
-        return Path(real)
+    def normalize(self, rel: str) -> str:
+        """The workspace-relative POSIX form of `rel` ("" for the root), or PathRejected.
 
-    def _inside(self, real: str) -> bool:
-        root = str(self.root)
-        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+        Purely lexical: `.` and `..` are folded, which is exact because no symlink is ever
+        followed when the path is used.
+        """
+        if not isinstance(rel, str) or not rel.strip():
+            raise PathRejected("empty path", path=str(rel), reason="empty")
+        if "\x00" in rel:
+            raise PathRejected("path contains a NUL byte", path=rel.replace("\x00", "\\0"), reason="nul")
+        shown = rel if len(rel) <= 300 else rel[:300] + "…"
+        if len(rel.encode("utf-8", "surrogateescape")) > _PATH_MAX:
+            raise PathRejected(f"path longer than {_PATH_MAX} bytes: {shown}", path=shown, reason="name_too_long")
+        if os.path.isabs(rel):
+            rel = self._strip_root(rel, shown)
+        parts: list[str] = []
+        for comp in rel.split("/"):
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                if not parts:
+                    raise PathRejected(f"path escapes the workspace: {shown}", path=shown, reason="outside")
+                parts.pop()
+                continue
+            if len(comp.encode("utf-8", "surrogateescape")) > _NAME_MAX:
+                raise PathRejected(f"path component longer than {_NAME_MAX} bytes: {comp[:40]}…", path=shown,
+                                   reason="name_too_long")
+            parts.append(comp)
+        return "/".join(parts)
+
+    def _strip_root(self, absolute: str, shown: str) -> str:
+        norm = os.path.normpath(absolute)
+        for base in self._spellings:
+            if norm == base:
+                return ""
+            if norm.startswith(base.rstrip(os.sep) + os.sep):
+                return norm[len(base.rstrip(os.sep)) + 1:]
+        raise PathRejected(f"path escapes the workspace: {shown}", path=shown, reason="outside")
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
         """Workspace-relative POSIX path of an absolute path inside the root."""
         return Path(os.path.relpath(os.fspath(path), self.root)).as_posix()
 
-    def exists(self, rel: str) -> bool:
+    def resolve(self, rel: str, *, policy: PathPolicy = MODEL, write: bool = True) -> Path:
+        """Absolute path of `rel` for handing to another program (a command's argument).
+
+        Normalised, judged by `policy` (as a write unless `write=False`: an argument may be an
+        output), and no existing component may be a symlink. The agent's own file access never
+        goes through a path string: it uses the race-free fd operations below.
+        """
+        key = self._judge(rel, policy, write)
+        if key:
+            self._lstat_existing(key.split("/"), rel)
+        return self.root / key if key else self.root
+
+    def check_write(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> str:
+        """Everything `write_atomic` would refuse before touching the disk: path, policy, symlinks
+        along the existing part of the path, secrets in `data`. Returns the normalised path.
+
+        Used to refuse a model's answer while it can still be repaired.
+        """
+        key = self._judge(rel, policy, True)
+        if not key:
+            raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
+        self._lstat_existing(key.split("/"), rel)
+        self.guard_content(key, data.encode("utf-8") if isinstance(data, str) else data)
+        return key
+
+    def _judge(self, rel: str, policy: PathPolicy, write: bool) -> str:
+        key = self.normalize(rel)
+        shown = rel if len(rel) <= 300 else key
+        if write:
+            policy.check_write(key, shown)
+        else:
+            policy.check_read(key, shown)
+        return key
+
+    # -- secrets -----------------------------------------------------------------------------
+    def secret_values(self) -> list[str]:
+        """The secret values currently known (for handing to the plan worker in its request)."""
+        source = self._secrets() if callable(self._secrets) else self._secrets
+        return [v for v in source if v]
+
+    def guard_content(self, rel: str, data: bytes) -> None:
+        """Refuse `data` that contains a known secret value (the message never shows it)."""
+        for value in self.secret_values():
+            if value.encode("utf-8", "surrogateescape") in data:
+                raise SecretInArtifact(
+                    f"{rel}: the content contains the value of a secret (an environment variable or input "
+                    "named *_TOKEN, *_KEY or *_SECRET, or the API key); write it without the secret, e.g. "
+                    "read it from the environment at run time", path=rel)
+
+    # -- race-free walking -------------------------------------------------------------------
+    def _open_root(self) -> int:
+        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def _open_dir(self, parts: list[str], rel: str, *, create: bool) -> int:
+        """A directory fd for `parts` below the root, one `O_NOFOLLOW` step at a time."""
+        fd = self._open_root()
         try:
-            return self.resolve(rel).exists()
-        except PathRejected:
+            for i, name in enumerate(parts):
+                nxt = self._step(fd, name, "/".join(parts[:i + 1]), rel, create)
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _step(self, dir_fd: int, name: str, walked: str, rel: str, create: bool) -> int:
+        """Open one directory component without following it; make it (0700) when missing."""
+        for _ in range(_STEP_TRIES):
+            try:
+                return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=dir_fd)
+                except FileExistsError:
+                    continue  # someone was first: look again at what is there now
+                try:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    continue  # swapped right after we made it: look again
+                os.fchmod(fd, 0o700)  # whatever the umask
+                return fd
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                # O_NOFOLLOW|O_DIRECTORY refused it: a symlink (ELOOP or ENOTDIR) or a file.
+                try:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    raise _symlink_rejected(walked, rel) from None
+                if not stat.S_ISDIR(st.st_mode):
+                    raise PathRejected(f"{rel}: {walked} is not a directory", path=rel, reason="not_a_directory",
+                                       component=walked) from None
+                # A link or a file a moment ago, a directory now: someone is swapping it. Look again.
+        raise PathRejected(f"{rel}: {walked} kept changing (directory / link / file) while being opened",
+                           path=rel, reason="unstable", component=walked)
+
+    def _lstat_existing(self, parts: list[str], rel: str) -> None:
+        """PathRejected if an existing component of `parts` is a symlink (or a file mid-path)."""
+        try:
+            fd = self._open_dir(parts[:-1], rel, create=False)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _path_error(rel, exc) from None
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        if stat.S_ISLNK(st.st_mode):
+            raise _symlink_rejected("/".join(parts), rel)
+
+    def _lstat(self, rel: str, policy: PathPolicy) -> os.stat_result:
+        key = self._judge(rel, policy, False)
+        if not key:
+            return os.stat(self.root)
+        parts = key.split("/")
+        fd = self._open_dir(parts[:-1], rel, create=False)
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        finally:
+            os.close(fd)
+        if stat.S_ISLNK(st.st_mode):
+            raise _symlink_rejected(key, rel)
+        return st
+
+    def lstat(self, rel: str, *, policy: PathPolicy = AGENT) -> os.stat_result:
+        """`lstat` of `rel` reached without following links; PathRejected for a symlink."""
+        try:
+            return self._lstat(rel, policy)
+        except (FileNotFoundError, AgentError):
+            raise
+        except OSError as exc:
+            raise _read_error(rel, exc) from None
+
+    def exists(self, rel: str, *, policy: PathPolicy = AGENT) -> bool:
+        """True for an existing file or directory that policy and the no-symlink rule allow."""
+        try:
+            self._lstat(rel, policy)
+            return True
+        except (OSError, AgentError):
             return False
 
-    # -- reading -----------------------------------------------------------------------------
-    def read_bytes(self, rel: str, max_bytes: int | None = None) -> bytes:
-        """Read a file inside the workspace (at most `max_bytes` when given)."""
-        path = self.resolve(rel)
-        with open(path, "rb") as fh:
-            return fh.read() if max_bytes is None else fh.read(max_bytes)
+    def is_file(self, rel: str, *, policy: PathPolicy = AGENT) -> bool:
+        try:
+            return stat.S_ISREG(self._lstat(rel, policy).st_mode)
+        except (OSError, AgentError):
+            return False
 
-    def read_text(self, rel: str, max_bytes: int | None = None) -> str:
-        return self.read_bytes(rel, max_bytes).decode("utf-8", errors="replace")
+    def listdir(self, rel: str = ".", *, policy: PathPolicy = AGENT) -> list[tuple[str, bool]]:
+        """Sorted `(name, is_directory)` entries of a directory; links count as files."""
+        key = self._judge(rel, policy, False)
+        try:
+            fd = self._open_dir(key.split("/") if key else [], rel, create=False)
+        except (FileNotFoundError, AgentError):
+            raise
+        except OSError as exc:
+            raise _read_error(rel, exc) from None
+        try:
+            with os.scandir(fd) as it:
+                return sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+        finally:
+            os.close(fd)
+
+    # -- reading -----------------------------------------------------------------------------
+    def read_bytes(self, rel: str, max_bytes: int | None = None, *, policy: PathPolicy = AGENT) -> bytes:
+        """Read a regular file inside the workspace (at most `max_bytes` when given).
+
+        Raises FileNotFoundError, IsADirectoryError, PathRejected (policy, symlink, not a regular
+        file) or FileUnreadable.
+        """
+        key = self._judge(rel, policy, False)
+        if not key:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", rel)
+        parts = key.split("/")
+        try:
+            dir_fd = self._open_dir(parts[:-1], rel, create=False)
+            try:
+                fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise _symlink_rejected(key, rel) from None
+                raise
+            finally:
+                os.close(dir_fd)
+            with os.fdopen(fd, "rb") as fh:
+                mode = os.fstat(fh.fileno()).st_mode
+                if stat.S_ISDIR(mode):
+                    raise IsADirectoryError(errno.EISDIR, "is a directory", rel)
+                if not stat.S_ISREG(mode):
+                    raise PathRejected(f"{rel}: not a regular file", path=rel, reason="not_a_file")
+                return fh.read() if max_bytes is None else fh.read(max_bytes)
+        except (FileNotFoundError, IsADirectoryError, AgentError):
+            raise
+        except OSError as exc:
+            raise _read_error(rel, exc) from None
+
+    def read_text(self, rel: str, max_bytes: int | None = None, *, policy: PathPolicy = AGENT) -> str:
+        return self.read_bytes(rel, max_bytes, policy=policy).decode("utf-8", errors="replace")
 
     def checksum(self, rel: str) -> Artifact | None:
         """The artifact record of an existing file, or None when it is missing or unsafe."""
         try:
             data = self.read_bytes(rel)
-        except (OSError, PathRejected):
+        except (OSError, AgentError):
             return None
         return Artifact(rel, sha256_bytes(data), len(data))
 
     # -- writing -----------------------------------------------------------------------------
-    def write_atomic(self, rel: str, data: bytes | str) -> Artifact:
-        """Atomically write `data` to `rel` (0600, parents 0700) and return its artifact record."""
+    def write_atomic(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL,
+                     exclusive: bool = False) -> Artifact:
+        """Atomically write `data` to `rel` and return its artifact record.
+
+        `policy` says who writes (the model by default; the agent's own files pass `AGENT`).
+        An existing file keeps its permission bits, a new one is 0600, new directories 0700.
+        `exclusive=True` raises FileExistsError instead of replacing an existing file.
+        """
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        target = self.resolve(rel)
-        if target == self.root or target.is_dir():
-            raise PathRejected(f"not a file path: {rel}", path=rel)
+        key = self._judge(rel, policy, True)
+        if not key:
+            raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
+        self.guard_content(key, raw)
+        parts = key.split("/")
         try:
-            self._make_dirs(target.parent)
-            # Re-check after creating directories: a racing symlink must not redirect the write.
-            if os.path.realpath(target.parent) != str(target.parent):
-                raise PathRejected(f"parent directory changed while writing: {rel}", path=rel)
-            tmp = target.parent / f".{target.name}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
-            with _pending_lock:
-                if _closing:
-                    raise ShuttingDown(f"not writing {rel}: the agent is stopping", path=rel)
-                _pending_temps.add(str(tmp))
+            dir_fd = self._open_dir(parts[:-1], rel, create=True)
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-                try:
-                    os.fchmod(fd, 0o600)
-                    view = memoryview(raw)
-                    while view:
-                        view = view[os.write(fd, view):]
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, target)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+                self._write_in(dir_fd, parts[-1], raw, key, rel, exclusive)
             finally:
-                with _pending_lock:
-                    _pending_temps.discard(str(tmp))
-            _fsync_dir(target.parent)
-        except (PathRejected, ShuttingDown):
+                os.close(dir_fd)
+        except AgentError:
+            raise
+        except FileExistsError:
+            if exclusive:
+                raise
+            raise _write_error(rel, FileExistsError(errno.EEXIST, "file exists")) from None
+        except OSError as exc:
+            raise _write_error(rel, exc) from None
+        return Artifact(key, sha256_bytes(raw), len(raw))
+
+    def _write_in(self, dir_fd: int, name: str, raw: bytes, key: str, rel: str, exclusive: bool) -> None:
+        try:
+            old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if old is not None:
+            if stat.S_ISLNK(old.st_mode):
+                raise _symlink_rejected(key, rel)
+            if not stat.S_ISREG(old.st_mode):
+                raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
+            if exclusive:
+                raise FileExistsError(errno.EEXIST, "file already exists", rel)
+        mode = stat.S_IMODE(old.st_mode) & 0o777 if old is not None else 0o600
+        tmp = f".{name[:_TEMP_STEM]}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
+        token = object()
+        with _pending_lock:
+            if _closing:
+                raise ShuttingDown(f"not writing {rel}: the agent is stopping", path=rel)
+            _pending_temps[token] = (dir_fd, tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=dir_fd)
+            try:
+                os.fchmod(fd, mode)  # the old file's bits (an executable stays executable), else 0600
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if exclusive:
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                os.unlink(tmp, dir_fd=dir_fd)
+            else:
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+        finally:
+            with _pending_lock:
+                _pending_temps.pop(token, None)
+        try:
+            os.fsync(dir_fd)
+        except OSError:
+            pass  # some file systems cannot fsync a directory; the rename is still atomic
+
+    def append(self, rel: str, data: bytes, *, policy: PathPolicy = AGENT) -> None:
+        """Append to a log file (created 0600) reached without following links: the audit log."""
+        key = self._judge(rel, policy, True)
+        parts = key.split("/")
+        try:
+            dir_fd = self._open_dir(parts[:-1], rel, create=True)
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600, dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+        except AgentError:
             raise
         except OSError as exc:
-            raise ArtifactWriteFailed(f"cannot write {rel}: {exc.strerror or exc}", path=rel) from exc
-        return Artifact(self.relpath(target), sha256_bytes(raw), len(raw))
+            raise _write_error(rel, exc) from None
 
-    def _make_dirs(self, directory: Path) -> None:
-        for new in make_private_dirs(directory):
-            if not self._inside(os.path.realpath(new)):
-                raise PathRejected(f"directory escapes the workspace: {self.relpath(new)}")
+    def rename(self, src: str, dst: str, *, policy: PathPolicy = AGENT) -> None:
+        """Rename within the workspace (log rotation); neither side's directories are followed."""
+        a, b = self._judge(src, policy, True).split("/"), self._judge(dst, policy, True).split("/")
+        try:
+            src_fd = self._open_dir(a[:-1], src, create=False)
+            try:
+                dst_fd = self._open_dir(b[:-1], dst, create=True)
+                try:
+                    os.replace(a[-1], b[-1], src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                finally:
+                    os.close(dst_fd)
+            finally:
+                os.close(src_fd)
+        except (AgentError, FileNotFoundError):
+            raise
+        except OSError as exc:
+            raise _write_error(dst, exc) from None
 
-    def create_exclusive(self, rel: str, data: bytes | str) -> Artifact:
-        """Like write_atomic but fails if the file already exists."""
-        if self.resolve(rel).exists():
-            raise ArtifactWriteFailed(f"file already exists: {rel}", path=rel)
-        return self.write_atomic(rel, data)
+    def create_exclusive(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> Artifact:
+        """Like write_atomic but fails (artifact_write_failed) if the file already exists."""
+        try:
+            return self.write_atomic(rel, data, policy=policy, exclusive=True)
+        except FileExistsError:
+            raise ArtifactWriteFailed(f"file already exists: {rel}", path=rel, reason="EEXIST") from None
 
     # -- digest ------------------------------------------------------------------------------
     def iter_files(self, excludes: Iterable[str] = DIGEST_EXCLUDES) -> Iterator[str]:
@@ -253,14 +564,35 @@ class Workspace:
         return self._state.digest()
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+# -- errors -------------------------------------------------------------------------------------
+def _symlink_rejected(component: str, rel: str) -> PathRejected:
+    return PathRejected(f"{rel}: {component} is a symbolic link; the agent follows no links in the workspace",
+                        path=rel, reason="symlink", component=component)
+
+
+def _errno_name(exc: OSError) -> str:
+    return errno.errorcode.get(exc.errno or 0, "OSError")
+
+
+def _path_error(rel: str, exc: OSError) -> AgentError:
+    """OS errors that say the path itself is unusable → path_rejected with the reason."""
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathRejected(f"{rel}: name too long", path=rel, reason="name_too_long")
+    if exc.errno == errno.ELOOP:
+        return PathRejected(f"{rel}: a component is a symbolic link", path=rel, reason="symlink")
+    if exc.errno == errno.ENOTDIR:
+        return PathRejected(f"{rel}: a component is not a directory", path=rel, reason="not_a_directory")
+    return FileUnreadable(f"cannot access {rel}: {exc.strerror or exc}", path=rel, reason=_errno_name(exc))
+
+
+def _write_error(rel: str, exc: OSError) -> AgentError:
+    """Every OS error of a write as a precise code: the path's fault, or the disk's/permissions'."""
+    if _closing:
+        return ShuttingDown(f"not writing {rel}: the agent is stopping", path=rel)
+    if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):
+        return _path_error(rel, exc)
+    return ArtifactWriteFailed(f"cannot write {rel}: {exc.strerror or exc}", path=rel, reason=_errno_name(exc))
+
+
+def _read_error(rel: str, exc: OSError) -> AgentError:
+    return _path_error(rel, exc)

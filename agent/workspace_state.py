@@ -34,7 +34,8 @@ _HASH_CHUNK = 1024 * 1024
 def _hash_file(path: str) -> str | None:
     h = hashlib.sha256()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a file swapped for a FIFO after the lstat must not hang the digest
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:

@@ -19,3 +19,24 @@ def test_audit_lines_are_redacted_private_and_rotated(tmp_path: Path) -> None:
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["i"] == 19 and last["note"] == MASK and last["api_key"] == MASK
     assert all("tok-123456789" not in p.read_text() for p in path.parent.iterdir())
+
+
+def test_a_planted_symlink_never_redirects_the_audit_log(tmp_path: Path) -> None:
+    # A test command (arbitrary code in the workspace) could leave `logs` or the log file itself
+    # as a link out; the agent's own appends and rotations must not follow it.
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "bashrc").write_text("untouched\n")
+    (root / "logs").symlink_to(outside)
+    log = AuditLog(root / "logs" / "luallm-agent" / "audit.jsonl", Redactor(environ={}), stderr=False, anchor=root)
+    log.record("step")
+    assert sorted(p.name for p in outside.iterdir()) == ["bashrc"]
+    (root / "logs").unlink()
+    (root / "logs" / "luallm-agent").mkdir(parents=True)
+    (root / "logs" / "luallm-agent" / "audit.jsonl").symlink_to(outside / "bashrc")
+    small = AuditLog(root / "logs" / "luallm-agent" / "audit.jsonl", Redactor(environ={}), stderr=False, anchor=root,
+                     max_bytes=10)
+    for _ in range(3):
+        small.record("step")
+    assert (outside / "bashrc").read_text() == "untouched\n"

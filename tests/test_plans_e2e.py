@@ -1,6 +1,7 @@
 """End-to-end: Lua plans through `luallm-agent stdio` for every role, and hostile plans contained."""
 
 import json
+import stat
 import time
 from pathlib import Path
 
@@ -132,5 +133,38 @@ def test_builder_plan_cannot_forge_a_receipt(spawn, workspace: Path) -> None:  #
   return {summary = "forge: " .. tostring(w.code)}
 end''')
     done = events(spawn("builder", replies=[plan]).run(make_command("implement")), "builder.completed")[-1]
-    assert done["payload"]["summary"] == "forge: protected_path"
+    assert done["payload"]["summary"] == "forge: path_rejected"
     assert not (workspace / "receipts/T-0001/.index/forged.json").exists()
+
+
+def test_builder_plan_write_and_edit_keep_file_modes(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "run.sh").write_text("#!/bin/sh\necho old\n")
+    (workspace / "run.sh").chmod(0o755)
+    (workspace / "mod.py").write_text("X = 1\n")
+    (workspace / "mod.py").chmod(0o644)
+    plan = lua('''function run(context)
+  tools.write("run.sh", "#!/bin/sh\\necho new\\n")
+  tools.edit("mod.py", "X = 1", "X = 2")
+  tools.write("fresh.sh", "#!/bin/sh\\n")
+  return {summary = "done"}
+end''')
+    spawn("builder", replies=[plan]).run(make_command("implement"))
+    assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho new\n"
+    assert (workspace / "mod.py").read_text() == "X = 2\n"
+    assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((workspace / "mod.py").stat().st_mode) == 0o644
+    assert stat.S_IMODE((workspace / "fresh.sh").stat().st_mode) == 0o600
+
+
+def test_builder_plan_cannot_write_a_secret_value(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # The worker runs with a scrubbed environment: the secret values reach it in the plan request.
+    secret = "sk-live-0123456789abcdef"
+    plan = lua(f'''function run(context)
+  local w = tools.write("leak.txt", "token={secret}")
+  local ok = tools.write("fine.txt", "no secret here")
+  return {{summary = "write: " .. tostring(w.code) .. ", fine: " .. tostring(ok.path)}}
+end''')
+    done = events(spawn("builder", replies=[plan], env={"DEPLOY_TOKEN": secret}).run(make_command("implement")),
+                  "builder.completed")[-1]
+    assert done["payload"]["summary"] == "write: secret_in_artifact, fine: fine.txt"
+    assert not (workspace / "leak.txt").exists() and (workspace / "fine.txt").read_text() == "no secret here"

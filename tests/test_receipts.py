@@ -4,6 +4,7 @@ import orjson
 import pytest
 from support import make_command
 
+from agent.pathpolicy import AGENT, for_role
 from agent.protocol import Command, schema_errors
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.workspace import Workspace
@@ -16,7 +17,7 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def _record(ws: Workspace, cmd: Command) -> str:
-    art = ws.write_atomic("reviews/T-0001.json", b'{"status": "approved"}')
+    art = ws.write_atomic("reviews/T-0001.json", b'{"status": "approved"}', policy=for_role("reviewer", "T-0001"))
     terminal = {"event": "review.completed", "status": "approved", "payload": {"summary": "ok"}}
     return ReceiptStore(ws).record(cmd, inputs_digest(cmd), ws.digest(), [art], terminal)
 
@@ -58,7 +59,7 @@ def test_tampered_artifact_means_a_fresh_run(ws: Workspace) -> None:
 
 
 def test_numbers_grow_and_lorch_step_files_are_left_alone(ws: Workspace) -> None:
-    ws.write_atomic("receipts/T-0001/step-1.json", b"lorch's own")
+    ws.write_atomic("receipts/T-0001/step-1.json", b"lorch's own", policy=AGENT)
     cmd = Command.from_dict(make_command("review"))
     assert _record(ws, cmd).endswith("review-1.json")
     assert _record(ws, cmd).endswith("review-2.json")

@@ -185,10 +185,10 @@ def test_tampered_artifact_forces_a_fresh_run(spawn, workspace: Path) -> None:  
 
 def test_secrets_never_leave_the_process(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     secret = "sk-live-0123456789abcdef"
-    answer = json.dumps({"status": "approved", "summary": f"the key is {secret}", "findings": []})
-    agent = spawn("reviewer", replies=[answer], env={"MY_SERVICE_TOKEN": secret})
+    leaky = json.dumps({"status": "approved", "summary": f"the key is {secret}", "findings": []})
+    agent = spawn("reviewer", replies=[leaky, review_answer("approved")], env={"MY_SERVICE_TOKEN": secret})
     cmd = make_command("review", inputs={"goal": f"use {secret}", "nested": {"db_password_SECRET": "hunter2hunter2"}})
-    agent.run(cmd)
+    done = events(agent.run(cmd), "review.completed")[-1]
     agent.close()
     blobs = [b"".join(agent.raw_lines)]
     blobs += [p.read_bytes() for p in tmp_path.glob("stderr-*.txt")]
@@ -196,7 +196,18 @@ def test_secrets_never_leave_the_process(spawn, workspace: Path, tmp_path: Path)
     for blob in blobs:
         assert secret.encode() not in blob
         assert b"hunter2hunter2" not in blob
-    assert b"[REDACTED]" in blobs[0]
+    # The review file would have carried the secret: refused and repaired, never rewritten.
+    assert done["payload"]["summary"] == "review: approved"
+    audit = (workspace / "logs/luallm-agent/audit.jsonl").read_text()
+    assert '"code":"secret_in_artifact"' in audit.replace(" ", "")
+
+
+def test_secret_in_a_builder_summary_is_redacted_on_stdout(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    secret = "sk-live-0123456789abcdef"
+    agent = spawn("builder", replies=[builder_answer(summary=f"used {secret}")], env={"MY_SERVICE_TOKEN": secret})
+    got = agent.run(make_command("implement"))
+    assert events(got, "builder.completed")[-1]["payload"]["summary"] == "used [REDACTED]"
+    assert all(secret.encode() not in line for line in agent.raw_lines)
 
 
 # -- spec maintainer -----------------------------------------------------------------------
@@ -317,3 +328,92 @@ def test_updated_without_edits_is_sent_back(spawn, workspace: Path) -> None:  # 
     agent = spawn("spec_maintainer", replies=[empty, spec_answer("Status", "fresh")])
     done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
     assert done["payload"]["edited_sections"] == ["Status"]
+
+
+# -- one path policy, through the real agent -------------------------------------------------
+BUILDER_TRICKS = [".git/hooks/pre-commit", "./.env", "src/../.git/config", "src/../receipts/T-0001/implement-1.json",
+                  "to_receipts/implement-1.json", "reviews/T-0001.json", "logs/luallm-agent/audit.jsonl",
+                  "a" * 300 + ".py", "../outside.py"]
+
+
+def test_builder_answers_with_protected_paths_are_sent_back_and_nothing_is_written(  # type: ignore[no-untyped-def]
+        spawn, workspace: Path, tmp_path: Path) -> None:
+    for rel in (".git/hooks/pre-commit", ".env", ".git/config", "receipts/T-0001/implement-1.json", "reviews/T-0001.json"):
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text("original")
+    (workspace / "to_receipts").symlink_to(workspace / "receipts" / "T-0001")
+    replies = [builder_answer(content="forged", path=p) for p in BUILDER_TRICKS] + [builder_answer()]
+    agent = spawn("builder", "--max-repairs", str(len(BUILDER_TRICKS)), replies=replies)
+    done = events(agent.run(make_command("implement", task_id="T-0002")), "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["files"] == ["calc.py"]
+    for rel in (".git/hooks/pre-commit", ".env", ".git/config", "receipts/T-0001/implement-1.json", "reviews/T-0001.json"):
+        assert (workspace / rel).read_text() == "original", rel
+    assert not (tmp_path / "outside.py").exists()
+    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    rejected = [a for a in audit if a.get("event") == "answer_rejected"]
+    assert [a["code"] for a in rejected] == ["path_rejected"] * len(BUILDER_TRICKS)
+    assert any("is a symbolic link" in a["error"] for a in rejected)
+    assert any("too long" in a["error"] or "longer than" in a["error"] for a in rejected)
+
+
+def test_a_protected_path_that_is_never_repaired_fails_with_path_rejected(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", replies=[builder_answer(path="./.env")] * 3)
+    got = agent.run(make_command("implement"))
+    assert events(got, "error")[-1]["payload"]["code"] == "path_rejected"
+    assert events(got, "builder.completed")[-1]["status"] == "failed"
+    assert not (workspace / ".env").exists()
+
+
+def test_intake_never_writes_plan_or_spec_files_through_expected_outputs(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "PLAN.md").write_text("# Plan\n")
+    (workspace / "SPEC.md").write_text("# Spec\n")
+    outputs = [{"path": p, "required": False} for p in
+               ("./PLAN.md", "docs/../PLAN.md", "plan.md", "SPEC.md", "docs/other.md", ".lorch/x.json", "receipts/x.json")]
+    agent = spawn("orchestration", replies=[orch()])
+    got = agent.run(make_command("intake", inputs=intake_inputs(),
+                                 expected_outputs=[*outputs, {"path": "./planning/proposal.json", "required": True}]))
+    assert events(got, "orchestration.proposed_tasks") and not events(got, "error")
+    assert (workspace / "PLAN.md").read_text() == "# Plan\n" and (workspace / "SPEC.md").read_text() == "# Spec\n"
+    assert not (workspace / "docs").exists() and not (workspace / ".lorch").exists() and not (workspace / "receipts/x.json").exists()
+    assert json.loads((workspace / "planning/proposal.json").read_text())["event"] == "orchestration.proposed_tasks"
+    warned = [m for m in got if m.get("kind") == "log" and m.get("message") == "optional output not written"]
+    assert len(warned) == len(outputs)
+
+
+def test_intake_required_plan_file_output_fails_with_path_rejected(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "PLAN.md").write_text("# Plan\n")
+    agent = spawn("orchestration", replies=[orch()])
+    got = agent.run(make_command("intake", inputs=intake_inputs(), expected_outputs=[{"path": "./PLAN.md"}]))
+    err = events(got, "error")[-1]["payload"]
+    assert err["code"] == "path_rejected" and "./PLAN.md" in err["message"]
+    assert (workspace / "PLAN.md").read_text() == "# Plan\n"
+
+
+# -- modes and secrets ----------------------------------------------------------------------
+def test_builder_answer_keeps_modes_of_rewritten_files(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "run.sh").write_text("#!/bin/sh\necho old\n")
+    (workspace / "run.sh").chmod(0o755)
+    (workspace / "mod.py").write_text("X = 1\n")
+    (workspace / "mod.py").chmod(0o644)
+    answer = json.dumps({"summary": "rewrote", "files": [{"path": "run.sh", "content": "#!/bin/sh\necho new\n"},
+                                                         {"path": "mod.py", "content": "X = 2\n"},
+                                                         {"path": "new.py", "content": "Y = 1\n"}]})
+    agent = spawn("builder", replies=[answer])
+    agent.run(make_command("implement"))
+    assert (workspace / "run.sh").read_text().endswith("echo new\n")
+    assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((workspace / "mod.py").stat().st_mode) == 0o644
+    assert stat.S_IMODE((workspace / "new.py").stat().st_mode) == 0o600
+
+
+def test_builder_answer_with_a_secret_is_repaired_and_written_exactly(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    secret = "sk-live-0123456789abcdef"
+    exact = "import os\n\ndef key():\n    return os.environ['MY_SERVICE_TOKEN']  # return x + 1\n"
+    agent = spawn("builder", replies=[builder_answer(content=f"KEY = '{secret}'\n", path="cfg.py"),
+                                      builder_answer(content=exact, path="cfg.py")],
+                  env={"MY_SERVICE_TOKEN": secret})
+    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["payload"]["files"] == ["cfg.py"]
+    assert (workspace / "cfg.py").read_text() == exact  # as asked: nothing rewritten
+    audit = (workspace / "logs/luallm-agent/audit.jsonl").read_text()
+    assert "secret_in_artifact" in audit and secret not in audit

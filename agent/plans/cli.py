@@ -65,6 +65,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         run_plan,
         shutdown_workers,
     )
+    from agent.redact import Redactor
     from agent.workspace import Workspace
 
     if args.graph:
@@ -78,7 +79,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return _fail("invalid_command", "plan: FILE or --graph is required", 2)
     try:
         text = Path(args.file).read_text(encoding="utf-8")
-        workspace = Workspace(args.workspace)
+        workspace = Workspace(args.workspace, secret_values=Redactor().values())  # env secrets, as in stdio
         inputs = json.loads(args.input) if args.input else {}
     except (OSError, ValueError) as exc:
         return _fail("invalid_command", str(exc), 2)

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from agent.pathpolicy import AGENT
 from agent.redact import Redactor
 from agent.workspace import AGENT_DIR, Workspace
 
@@ -31,7 +32,7 @@ def write_record(workspace: Workspace, record: dict[str, Any], redactor: Redacto
     """Write the redacted record atomically under the workspace log folder; returns its path."""
     rel = record_path(record["run_id"])
     data = orjson.dumps(redactor.data(record), option=orjson.OPT_INDENT_2, default=str)
-    workspace.write_atomic(rel, data)
+    workspace.write_atomic(rel, data, policy=AGENT)
     return rel
 
 

@@ -249,7 +249,8 @@ def run_plan(source: str, context: dict[str, Any], *, workspace: Workspace, limi
     ctx.setdefault("workspace", _workspace_facts(workspace))
     ctx.pop("tools", None)
     run.execute({"kind": "plan", "source": source, "context": ctx, "limits": limits.to_dict(),
-                 "wall_s": wall, "workspace": str(workspace.root), "run_id": run.run_id}, wall)
+                 "wall_s": wall, "workspace": str(workspace.root), "run_id": run.run_id,
+                 "secret_values": workspace.secret_values()}, wall)
     return _finish(run, source, context)
 
 
@@ -268,5 +269,6 @@ def run_actions(actions: list[dict[str, Any]], *, workspace: Workspace, limits: 
     except PlanError as exc:
         return _finish(run, actions, None, exc)
     run.execute({"kind": "actions", "actions": actions, "limits": limits.to_dict(), "wall_s": wall,
-                 "workspace": str(workspace.root), "run_id": run.run_id}, wall)
+                 "workspace": str(workspace.root), "run_id": run.run_id,
+                 "secret_values": workspace.secret_values()}, wall)
     return _finish(run, actions, None)

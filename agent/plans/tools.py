@@ -8,14 +8,15 @@ which stops the plan with `plan_quota_exceeded`.
 
 from __future__ import annotations
 
-import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.errors import AgentError, PathRejected
+from agent.errors import AgentError
+from agent.pathpolicy import MODEL
 from agent.plans.commands import CommandRejected, run_command
 from agent.plans.limits import RUN_OUTPUT_BYTES, PlanLimits
 from agent.workspace import Workspace
@@ -86,8 +87,6 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              ("message",), (), {"msg": "message"}, ("message",)),
 )
 TOOL_NAMES: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS)
-# Bookkeeping directories (the agent's and lorch's) that no plan may write into.
-PROTECTED_DIRS = frozenset({"receipts", "events", "state", "logs", "snapshots", "transcripts"})
 # What plans of roles that must not change files may call.
 READ_ONLY_TOOLS: tuple[str, ...] = ("read", "list", "glob", "grep", "run", "call_llm", "progress", "log")
 _SPECS = {s.name: s for s in TOOL_SPECS}
@@ -363,7 +362,7 @@ class ToolBox:
         remaining = self._remaining("read_bytes", self.limits.read_bytes)
         want = remaining + 1 if cap is None else min(cap, remaining + 1)
         try:
-            data = self.ws.read_bytes(path, want)
+            data = self.ws.read_bytes(path, want, policy=MODEL)
         except IsADirectoryError:
             raise ToolError(f"not a file: {path}", "not_a_file") from None
         except FileNotFoundError:
@@ -374,16 +373,15 @@ class ToolBox:
     def _write(self, path: str, data: bytes, exclusive: bool) -> dict[str, Any]:
         if self.usage["write_bytes"] + len(data) > self.limits.write_bytes:
             raise ToolFatal(f"write quota exhausted ({self.limits.write_bytes} bytes)", "write_bytes")
-        key = self.ws.relpath(self.ws.resolve(path))
-        parts = key.split("/")
-        if parts[0] in PROTECTED_DIRS or any(p.startswith(".") for p in parts):
-            # Receipts would let a plan forge a replay; .git/hooks would run code on the next commit.
-            raise ToolError(f"{key} is protected: plans may not write into {parts[0]}/ or dot-paths", "protected_path")
+        # The workspace's path policy (protected dirs, dot-paths, symlinks) and secret guard
+        # decide; the checks run before the quota so a refused path costs no file slot.
+        key = self.ws.check_write(path, data, policy=MODEL)
         if key not in self._written and len(self._written) >= self.limits.files_written:
             raise ToolFatal(f"files-written quota exhausted ({self.limits.files_written} files)", "files_written")
-        if exclusive and self.ws.resolve(path).exists():
-            raise ToolError(f"file already exists: {path}", "exists")
-        art = self.ws.write_atomic(path, data)
+        try:
+            art = self.ws.write_atomic(path, data, policy=MODEL, exclusive=exclusive)
+        except FileExistsError:
+            raise ToolError(f"file already exists: {path}", "exists") from None
         self.usage["write_bytes"] += len(data)
         self._written.add(art.path)
         self.usage["files_written"] = len(self._written)
@@ -435,21 +433,24 @@ class ToolBox:
 
     def _t_list(self, path: Any = None) -> list[str]:
         rel = _text(path, "path") if path is not None else "."
-        target = self.ws.resolve(rel)
-        if not target.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(self.ws.lstat(rel, policy=MODEL).st_mode)
+        except FileNotFoundError:
+            raise ToolError(f"no such directory: {rel}", "not_found") from None
+        if not is_dir:
             raise ToolError(f"not a directory: {rel}", "not_a_directory")
-        names = []
-        for entry in sorted(os.scandir(target), key=lambda e: e.name)[:_LIST_CAP]:
-            names.append(entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name)
-        return names
+        entries = self.ws.listdir(rel, policy=MODEL)
+        return [name + "/" if is_dir else name for name, is_dir in entries[:_LIST_CAP]]
 
     def _walk(self, start: str | None) -> Iterator[str]:
         prefix = ""
         if start not in (None, "", "."):
-            base = self.ws.resolve(start or ".")
-            prefix = self.ws.relpath(base).rstrip("/") + "/"
-            if prefix == "./":
-                prefix = ""
+            key = self.ws.normalize(start or ".")
+            try:
+                self.ws.lstat(start or ".", policy=MODEL)  # the policy, and no link as the start
+            except FileNotFoundError:
+                return
+            prefix = key + "/" if key else ""
         for rel in self.ws.iter_files():
             if rel.startswith(prefix):
                 yield rel
@@ -493,10 +494,10 @@ class ToolBox:
             if match is not None and not match(rel):
                 continue
             try:
-                if os.path.getsize(self.ws.resolve(rel)) > _GREP_FILE_CAP:
+                if self.ws.lstat(rel, policy=MODEL).st_size > _GREP_FILE_CAP:
                     continue
                 data = self._read(rel)
-            except (ToolError, PathRejected, OSError):
+            except (ToolError, AgentError, OSError):
                 continue
             if b"\x00" in data[:8192]:
                 continue
@@ -517,8 +518,8 @@ class ToolBox:
             if (match is not None and not match(rel)) or rules.path_ignored(rel):
                 return False
             try:
-                self.ws.resolve(rel)
-            except PathRejected:
+                self.ws.resolve(rel, policy=MODEL, write=False)
+            except AgentError:
                 return False
             return True
 

@@ -129,7 +129,8 @@ def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
     wall = float(request.get("wall_s", limits.wall_s))
     apply_rlimits(limits, wall)
     soft_deadline = time.monotonic() + soft_wall(wall)
-    workspace = Workspace(request["workspace"])
+    # The worker's environment is scrubbed, so the secrets its writes must refuse come in the request.
+    workspace = Workspace(request["workspace"], secret_values=tuple(request.get("secret_values") or ()))
     sent = 0
     toolbox: ToolBox
 

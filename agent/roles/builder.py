@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent.answers import AnswerSpec, obtain_answer
-from agent.errors import PathRejected
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.prompting import messages_for, quote_feedback, quote_files, quote_json, report_cuts
 from agent.roles.testrun import run_tests
-from agent.workspace import DIGEST_EXCLUDES, sanitize_id
+from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files"]
 
@@ -21,13 +21,12 @@ def feedback_files(task_id: str) -> list[str]:
     return [f"reviews/{safe}.json", f"spec_notes/{safe}.json"]
 
 
-def _check_paths(ctx: CommandContext):  # type: ignore[no-untyped-def]
+def _check_paths(ctx: CommandContext) -> Callable[[dict[str, Any]], None]:
+    """Refuse, while the model can still repair it, every file the workspace would refuse:
+    the path policy on the normalised path, symlinks, and secrets in the content."""
     def check(answer: dict[str, Any]) -> None:
         for f in answer.get("files", []):
-            ctx.workspace.resolve(f["path"])
-            top = f["path"].lstrip("./").split("/", 1)[0]
-            if top in DIGEST_EXCLUDES or top.startswith("."):
-                raise PathRejected(f"the builder may not write into {top}/: {f['path']}", path=f["path"])
+            ctx.workspace.check_write(f["path"], f["content"], policy=ctx.policy)
     return check
 
 
@@ -44,7 +43,7 @@ def handle(ctx: CommandContext) -> Outcome:
     listing = ctx.workspace.listing(200)
     parts.append("## Workspace files\n" + "\n".join(listing))
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
-    answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx)),
+    answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx), guard_answer=False),
                            messages_for(ctx, "\n".join(parts)))
     for f in answer.data.get("files", []):
         ctx.write(f["path"], f["content"])

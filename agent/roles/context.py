@@ -1,7 +1,8 @@
 """What a role sees of the agent while it handles one command.
 
 Roles never touch stdout or open files themselves: they write through `CommandContext.write`
-(workspace-checked, atomic, announced as `artifact.produced`) and report through `log`/`progress`.
+(judged by the role's path policy, atomic, announced as `artifact.produced`) and report through
+`log`/`progress`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 from agent.audit import AuditLog
 from agent.errors import DeadlineExceeded, ModelNotConfigured
 from agent.models.base import ModelClient
+from agent.pathpolicy import PathPolicy, for_role
 from agent.prompt import PromptBudget
 from agent.protocol import Command
-from agent.workspace import Artifact, Workspace
+from agent.workspace import Artifact, Workspace, sanitize_id
 
 __all__ = ["RoleSettings", "CommandContext", "Outcome", "NO_MODEL"]
 
@@ -64,6 +66,8 @@ class CommandContext:
         self.redact = redact
         self.artifacts: list[Artifact] = []
         self.notes: dict[str, Any] = {}
+        # What this role's own writes may touch: the base rule plus the role's one exception.
+        self.policy: PathPolicy = for_role(role, sanitize_id(cmd.task_id))
 
     def require_model(self) -> ModelClient:
         if self.model is None:
@@ -77,16 +81,13 @@ class CommandContext:
         if self.seconds_left() <= 0:
             raise DeadlineExceeded("the command deadline passed", deadline=self.cmd.deadline)
 
-    def write(self, rel: str, data: bytes | str) -> Artifact:
-        """Atomic workspace write (secrets scrubbed from text), announced at once as `artifact.produced`."""
-        if isinstance(data, bytes):
-            try:
-                data = self.redact(data.decode("utf-8")).encode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        else:
-            data = self.redact(data)
-        art = self.workspace.write_atomic(rel, data)
+    def write(self, rel: str, data: bytes | str, policy: PathPolicy | None = None) -> Artifact:
+        """Atomic workspace write, announced at once as `artifact.produced`.
+
+        Written exactly as given, never rewritten: content carrying a secret value is refused
+        (`secret_in_artifact`) by the workspace, like a path the policy forbids.
+        """
+        art = self.workspace.write_atomic(rel, data, policy=policy or self.policy)
         self.add_artifact(art)
         return art
 

@@ -11,10 +11,11 @@ from typing import Any
 import orjson
 
 from agent.answers import AnswerSpec, obtain_answer
-from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing
+from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing, SecretInArtifact
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.prompting import messages_for, quote_files, quote_json, report_cuts
+from agent.roles.spec_maintainer import SPEC_SEARCH
 from agent.workspace import sanitize_id
 
 __all__ = ["handle"]
@@ -58,15 +59,12 @@ def handle(ctx: CommandContext) -> Outcome:
         if same and not ctx.workspace.exists(answer["plan_file"]):
             answer["plan_file"] = same[0]
         plan = answer["plan_file"]
-        try:
-            ok = ctx.workspace.resolve(plan).is_file()
-        except PathRejected:
-            ok = False
-        if not ok:
+        if not ctx.workspace.is_file(plan):
             raise PlanFileMissing(f"plan_file {plan!r} does not exist in the workspace; candidates: "
                                   + ", ".join(paths[:20]), plan_file=plan)
 
-    answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check), messages_for(ctx, "\n".join(parts)))
+    answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check,
+                                               guard_answer=bool(cmd.expected_outputs)), messages_for(ctx, "\n".join(parts)))
     data = answer.data
     cuts = report_cuts(ctx, budget)
     if data.get("needs_clarification") and data.get("questions"):
@@ -78,12 +76,23 @@ def handle(ctx: CommandContext) -> Outcome:
         outcome = Outcome("orchestration.proposed_tasks", _proposal(ctx, data, cands))
     if cuts:
         outcome.payload["prompt_cuts"] = cuts
-    _write_planning_artifacts(ctx, outcome, set(paths))
+    _write_planning_artifacts(ctx, outcome, [*paths, *_named_files(data), *_spec_files(ctx)])
     return outcome
 
 
+def _named_files(data: dict[str, Any]) -> list[str]:
+    """The plan files the answer itself names (the chosen one, a conflict's candidates)."""
+    conflict = data.get("conflict")
+    named = [data.get("plan_file"), *((conflict.get("candidates") or []) if isinstance(conflict, dict) else [])]
+    return [p for p in named if isinstance(p, str)]
+
+
+def _spec_files(ctx: CommandContext) -> list[str]:
+    return [ctx.settings.spec_path] if ctx.settings.spec_path else list(SPEC_SEARCH)
+
+
 def _proposal(ctx: CommandContext, data: dict[str, Any], cands: list[dict[str, Any]]) -> dict[str, Any]:
-    plan = ctx.workspace.relpath(ctx.workspace.resolve(data["plan_file"]))
+    plan = ctx.workspace.normalize(data["plan_file"])
     plan_candidates: list[dict[str, Any]] = [{"path": plan, "confidence": float(data["confidence"]),
                                               "reason": "chosen by the model"}]
     for c in cands:
@@ -99,16 +108,27 @@ def _proposal(ctx: CommandContext, data: dict[str, Any], cands: list[dict[str, A
     return {"plan_candidates": plan_candidates, "derived_tasks": tasks, "notes": data.get("notes", "")}
 
 
-def _write_planning_artifacts(ctx: CommandContext, outcome: Outcome, protected: set[str]) -> None:
+def _write_planning_artifacts(ctx: CommandContext, outcome: Outcome, plan_and_spec: list[str]) -> None:
     body = orjson.dumps({"event": outcome.event, "task_id": ctx.cmd.task_id, **outcome.payload},
                         option=orjson.OPT_INDENT_2)
+    # An intake never writes plan or spec files: judged on the normalised path, so `./PLAN.md`
+    # or `docs/../PLAN.md` is the plan file too.
+    policy = ctx.policy.denying(*_normalised(ctx, plan_and_spec))
     for out in ctx.cmd.expected_outputs:
         try:
-            if out.path in protected:
-                raise PathRejected(f"orchestration never writes plan or spec files: {out.path}", path=out.path)
-            ctx.write(out.path, body)
-        except (PathRejected, ArtifactWriteFailed) as exc:
-            if out.required:
-                raise ArtifactWriteFailed(f"required output {out.path} could not be written: {exc.message}",
-                                          path=out.path) from exc
+            ctx.write(out.path, body, policy=policy)
+        except (PathRejected, ArtifactWriteFailed, SecretInArtifact) as exc:
+            if out.required:  # the same code, so lorch sees why (path_rejected, artifact_write_failed, ...)
+                raise type(exc)(f"required output {out.path} could not be written: {exc.message}",
+                                **{**exc.details, "path": out.path}) from exc
             ctx.log("warn", "optional output not written", path=out.path, reason=exc.message)
+
+
+def _normalised(ctx: CommandContext, paths: list[str]) -> list[str]:
+    out = []
+    for p in paths:
+        try:
+            out.append(ctx.workspace.normalize(p))
+        except PathRejected:
+            continue  # a candidate outside the workspace cannot be written through it anyway
+    return out

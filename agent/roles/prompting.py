@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from agent.errors import AgentError
+from agent.pathpolicy import MODEL, PathPolicy
 from agent.prompt import PromptBuilder
 from agent.protocol import SCHEMA_DIR
 from agent.roles.context import CommandContext
@@ -47,15 +49,19 @@ def quote_json(title: str, value: Any) -> str:
     return f"## {title}\n```json\n{orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()}\n```\n"
 
 
-def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str]) -> str:
-    """File sections for the existing, workspace-safe paths among `paths` (budgeted)."""
+def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str], policy: PathPolicy = MODEL) -> str:
+    """File sections for the existing paths among `paths` that `policy` lets a prompt show (budgeted).
+
+    Task files come from an intake's answer, so by default they are a model-facing read: no
+    dot-path (`.env`) or bookkeeping file is ever quoted to the model.
+    """
     out = []
     for rel in paths:
-        if not isinstance(rel, str) or not ctx.workspace.exists(rel):
+        if not isinstance(rel, str) or not ctx.workspace.exists(rel, policy=policy):
             continue
         try:
-            text = ctx.workspace.read_text(rel, max_bytes=4 * 1024 * 1024)
-        except (OSError, ValueError):
+            text = ctx.workspace.read_text(rel, max_bytes=4 * 1024 * 1024, policy=policy)
+        except (OSError, ValueError, AgentError):
             continue
         out.append(builder.file(rel, text))
     return "\n".join(out)
@@ -73,7 +79,7 @@ def quote_feedback(ctx: CommandContext, builder: PromptBuilder, paths: list[str]
             continue
         try:
             data = orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=4 * 1024 * 1024))
-        except (OSError, orjson.JSONDecodeError):
+        except (OSError, AgentError, orjson.JSONDecodeError):
             continue
         if isinstance(data, dict):
             data = {k: v for k, v in data.items() if k not in _VOLATILE}

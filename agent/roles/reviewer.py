@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 import orjson
 
 from agent.answers import AnswerSpec, obtain_answer
 from agent.clock import utc_now
+from agent.errors import AgentError
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.prompting import messages_for, quote_files, quote_json, report_cuts
@@ -23,8 +23,8 @@ def builder_files(ctx: CommandContext) -> list[str]:
     """Files the builder wrote for this task, from its receipts (sorted, unique)."""
     task_dir = f"receipts/{sanitize_id(ctx.cmd.task_id)}"
     try:
-        names = os.listdir(ctx.workspace.resolve(task_dir))
-    except OSError:
+        names = [name for name, _ in ctx.workspace.listdir(task_dir)]
+    except (OSError, AgentError):
         return []
     paths: set[str] = set()
     for name in names:
@@ -33,7 +33,7 @@ def builder_files(ctx: CommandContext) -> list[str]:
         try:
             data = orjson.loads(ctx.workspace.read_bytes(f"{task_dir}/{name}"))
             paths.update(a["path"] for a in data.get("artifacts", []))
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        except (OSError, AgentError, orjson.JSONDecodeError, KeyError, TypeError):
             continue
     return sorted(paths)
 

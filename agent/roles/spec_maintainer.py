@@ -14,6 +14,7 @@ import orjson
 from agent.answers import AnswerSpec, obtain_answer
 from agent.clock import utc_now
 from agent.errors import ForbiddenSpecEdit
+from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.prompting import messages_for, quote_feedback, quote_files, quote_json, report_cuts
@@ -77,7 +78,7 @@ def handle(ctx: CommandContext) -> Outcome:
     spec = find_spec(ctx)
     safe = sanitize_id(cmd.task_id)
     parts = [f"# Update the spec for task {cmd.task_id}", quote_json("Inputs", cmd.inputs),
-             "## Spec file\n" + (quote_files(ctx, budget, [spec]) if spec else "(no spec file found)"),
+             "## Spec file\n" + (quote_files(ctx, budget, [spec], AGENT) if spec else "(no spec file found)"),
              "## Review\n" + (quote_feedback(ctx, budget, [f"reviews/{safe}.json"]) or "(none)"),
              "## Files written by the builder\n" + ("\n".join(builder_files(ctx)) or "(unknown)")]
     answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", check_edits),
@@ -89,7 +90,8 @@ def handle(ctx: CommandContext) -> Outcome:
         if spec is None:
             raise ForbiddenSpecEdit("no spec file found to edit (set --spec-path)")
         new_text = apply_section_edits(ctx.workspace.read_text(spec), edits)
-        ctx.write(spec, new_text)
+        # The spec maintainer's exception: the one spec file it found (or was given) to edit.
+        ctx.write(spec, new_text, policy=ctx.policy.allowing(ctx.workspace.normalize(spec)))
         edited = [str(_canonical(e["section"])) for e in edits]
     notes = {"task_id": cmd.task_id, "status": data["status"], "summary": data["summary"],
              "required_changes": data.get("required_changes", []), "edited_sections": edited,

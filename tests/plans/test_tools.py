@@ -233,7 +233,7 @@ def test_default_allow_list_refuses_interpreters(ws, bridge):
                                   ".git/hooks/pre-commit", "src/.env", "state/run.json"])
 def test_plans_cannot_write_bookkeeping_or_dot_paths(box, ws, path):
     out = box.call("write", [path.encode(), b"forged"])
-    assert out.get("code") == "protected_path", out
+    assert out.get("code") == "path_rejected" and "protected" in out["error"], out
     assert not (ws.root / path).exists()
 
 
