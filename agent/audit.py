@@ -37,8 +37,13 @@ class AuditLog:
 
     def record(self, event: str, **fields: Any) -> None:
         """Write one audit line (and a compact line to stderr)."""
-        entry = self.redactor.data({"ts": utc_now(), "event": event, **fields})
-        line = orjson.dumps(entry, default=str) + b"\n"
+        try:
+            entry = self.redactor.data({"ts": utc_now(), "event": event, **fields})
+            line = orjson.dumps(entry, default=str) + b"\n"
+        except (TypeError, ValueError, RecursionError) as exc:  # an odd field must not lose the event
+            entry = self.redactor.data({"ts": utc_now(), "event": event, "unencodable_fields": sorted(fields),
+                                        "encode_error": type(exc).__name__})
+            line = orjson.dumps(entry, default=str) + b"\n"
         with self._lock:
             if self.stderr:
                 try:

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+import reprlib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agent.clock import utc_now
 from agent.errors import InvalidCommand
 
 __all__ = [
     "ROLES", "ROLE_ACTIONS", "TERMINAL_EVENTS", "Command", "ExpectedOutput", "SCHEMA_DIR",
-    "decode_command", "recover_ids", "build_event", "build_heartbeat", "build_log", "validator",
+    "decode_command", "recover_ids", "parse_line", "nesting_exceeds", "MAX_JSON_DEPTH", "build_event", "build_heartbeat", "build_log", "validator",
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
@@ -38,6 +42,62 @@ TERMINAL_EVENTS: dict[str, tuple[str, ...]] = {
     "orchestration": ("orchestration.proposed_tasks", "orchestration.needs_clarification",
                       "orchestration.plan_conflict"),
 }
+
+
+# Commands are shallow (inputs a few levels deep). Deeper input is refused before any code that
+# recurses sees it: Python's repr/jsonschema/redaction recurse, and orjson.dumps stops at 255.
+MAX_JSON_DEPTH = 64
+_STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
+_OPENERS = (0x5B, 0x7B)  # [ {
+_CLOSERS = (0x5D, 0x7D)  # ] }
+_QUOTE, _BACKSLASH = 0x22, 0x5C
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlevel = 80, 80, 2
+
+
+def nesting_exceeds(line: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON text nests arrays/objects deeper than `limit` (brackets inside strings ignored).
+
+    Iterative and linear; a line with at most `limit` opening brackets is answered without a scan.
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    depth, in_string, escaped = 0, False, -1
+    for m in _STRUCTURAL.finditer(line):
+        pos = m.start()
+        ch = line[pos]
+        if in_string:
+            if pos == escaped:
+                continue
+            if ch == _BACKSLASH:
+                escaped = pos + 1
+            elif ch == _QUOTE:
+                in_string = False
+        elif ch == _QUOTE:
+            in_string = True
+        elif ch in _OPENERS:
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in _CLOSERS:
+            depth -= 1
+    return False
+
+
+def parse_line(line: bytes) -> Any:
+    """The JSON value of one input line; `InvalidCommand` if not JSON or nested too deep."""
+    if nesting_exceeds(line):
+        raise InvalidCommand(f"JSON nested deeper than {MAX_JSON_DEPTH} levels; refused before parsing",
+                             max_depth=MAX_JSON_DEPTH)
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidCommand(f"not valid JSON: {exc}") from None
+
+
+def short_repr(value: Any) -> str:
+    """A bounded, non-recursive-blowup repr for error messages."""
+    return _short.repr(value)
 
 
 @functools.cache
@@ -97,7 +157,16 @@ class Command:
 
 
 def recover_ids(obj: Any) -> dict[str, str]:
-    """task_id / correlation_id from a (possibly invalid) message, when they are strings."""
+    """task_id / correlation_id from a (possibly invalid) message, when they are strings.
+
+    Given raw bytes (a line refused before parsing), they are read with orjson, whose C parser
+    stops at its own depth limit and never recurses in Python; only top-level keys are looked at.
+    """
+    if isinstance(obj, bytes):
+        try:
+            obj = orjson.loads(obj)
+        except orjson.JSONDecodeError:
+            return {}
     out: dict[str, str] = {}
     if isinstance(obj, dict):
         for key in ("task_id", "correlation_id"):
@@ -111,7 +180,7 @@ def decode_command(obj: Any) -> Command:
     if not isinstance(obj, dict):
         raise InvalidCommand(f"a command must be a JSON object, got {type(obj).__name__}")
     if obj.get("kind") != "command":
-        raise InvalidCommand(f"at $.kind: expected 'command', got {obj.get('kind')!r}")
+        raise InvalidCommand(f"at $.kind: expected 'command', got {short_repr(obj.get('kind'))}")
     errors = schema_errors("command.schema.json", obj)
     if errors:
         raise InvalidCommand("invalid command: " + "; ".join(errors))
