@@ -172,6 +172,8 @@ class Agent:
             return
         ids = recover_ids(obj)
         try:
+            # Secrets in the inputs are known before anything about this line is written.
+            self.redactor.harvest(obj)
             cmd = decode_command(obj)
         except AgentError as exc:
             self._reject(exc, ids)

@@ -1,7 +1,9 @@
 """Recorded responses: a JSONL file of request digest → reply, served without any network.
 
 Each line: {"digest", "request": {"messages": [...]}, "reply": {"text", "model"}, "usage"?,
-"latency_ms"?}. A miss fails loudly and names the nearest recorded request and where it differs.
+"latency_ms"?}. A live request is looked up by the digest of its redacted messages (what
+`RecordingModel` stores), then by its plain digest (recordings made before redaction keyed them).
+A miss fails loudly and names the nearest recorded request and where it differs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import orjson
 
 from agent.errors import ReplayMiss
 from agent.models.base import ModelReply, ModelRequest, Usage
+from agent.models.recorder import recording_digest, redacted_messages
+from agent.redact import Redactor
 
 __all__ = ["RecordedModel", "load_recordings"]
 
@@ -44,16 +48,17 @@ def _text_of(entry: dict[str, Any]) -> str:
 class RecordedModel:
     """Serves replies from recordings; never touches the network."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
         self.path = str(path)
+        self.redactor = redactor if redactor is not None else Redactor()
         self.entries = load_recordings(path)
         self._by_digest: dict[str, dict[str, Any]] = {}
         for e in self.entries:
             self._by_digest.setdefault(e["digest"], e)
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        digest = request.digest()
-        entry = self._by_digest.get(digest)
+        digest = recording_digest(request, self.redactor)
+        entry = self._by_digest.get(digest) or self._by_digest.get(request.digest())
         if entry is None:
             raise self._miss(request, digest)
         reply = entry["reply"]
@@ -67,7 +72,7 @@ class RecordedModel:
         if not self.entries:
             return ReplayMiss(f"no recorded response for request {digest}: {self.path} has no recordings",
                               digest=digest, recordings=self.path)
-        wanted = request.prompt_text()
+        wanted = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in redacted_messages(request, self.redactor))
         best, best_ratio = self.entries[0], -1.0
         for e in self.entries:
             m = difflib.SequenceMatcher(None, wanted, _text_of(e), autojunk=False)
