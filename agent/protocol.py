@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import reprlib
 import uuid
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,11 @@ TERMINAL_EVENTS: dict[str, tuple[str, ...]] = {
 # Commands are shallow (inputs a few levels deep). Deeper input is refused before any code that
 # recurses sees it: Python's repr/jsonschema/redaction recurse, and orjson.dumps stops at 255.
 MAX_JSON_DEPTH = 64
-_STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
-_OPENERS = (0x5B, 0x7B)  # [ {
-_CLOSERS = (0x5D, 0x7D)  # ] }
-_QUOTE, _BACKSLASH = 0x22, 0x5C
+# Keep only brackets, folded to one pair (`{`→`[`, `}`→`]`), then +1/-1 per bracket.
+_FOLD = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")], _STEP[ord("]")] = 1, -1
 _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlevel = 80, 80, 2
 
@@ -58,30 +59,19 @@ _short.maxstring, _short.maxother, _short.maxlevel = 80, 80, 2
 def nesting_exceeds(line: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether JSON text nests arrays/objects deeper than `limit` (brackets inside strings ignored).
 
-    Iterative and linear; a line with at most `limit` opening brackets is answered without a scan.
+    Never recursive and no per-byte Python loop: escape pairs (`\\\\`, then `\\"`) are dropped, so
+    splitting on the remaining quotes alternates outside/inside strings; the brackets outside are
+    summed as +1/-1 and the running maximum compared with `limit` — all in C-speed builtins.
+    A line with at most `limit` opening brackets anywhere is answered without that work.
     """
     if line.count(b"[") + line.count(b"{") <= limit:
         return False
-    depth, in_string, escaped = 0, False, -1
-    for m in _STRUCTURAL.finditer(line):
-        pos = m.start()
-        ch = line[pos]
-        if in_string:
-            if pos == escaped:
-                continue
-            if ch == _BACKSLASH:
-                escaped = pos + 1
-            elif ch == _QUOTE:
-                in_string = False
-        elif ch == _QUOTE:
-            in_string = True
-        elif ch in _OPENERS:
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in _CLOSERS:
-            depth -= 1
-    return False
+    unescaped = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(unescaped.split(b'"')[0::2])
+    brackets = outside.translate(_FOLD, _NOT_BRACKETS)
+    if brackets.count(b"[") <= limit:
+        return False
+    return max(accumulate(map(_STEP.__getitem__, brackets))) > limit
 
 
 def parse_line(line: bytes) -> Any:

@@ -54,9 +54,12 @@ def secrets_under_keys(data: Any) -> list[str]:
         node, secret = stack.pop()
         if isinstance(node, Mapping):
             for k, v in node.items():
-                stack.append((v, secret or (isinstance(k, str) and is_secret_key(k))))
+                under = secret or (isinstance(k, str) and is_secret_key(k))
+                if under or isinstance(v, Mapping | list | tuple):
+                    stack.append((v, under))
         elif isinstance(node, list | tuple):
-            stack.extend((v, secret) for v in node)
+            # Outside a secret key only containers can hold one: skip scalars (big lists are cheap).
+            stack.extend((v, secret) for v in node if secret or isinstance(v, Mapping | list | tuple))
         elif secret:
             text = _scalar_text(node)
             if text is not None:

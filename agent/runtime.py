@@ -28,6 +28,7 @@ from agent.errors import (
     InternalError,
     MessageTooLarge,
     ModelNotConfigured,
+    ShuttingDown,
     UnsupportedAction,
     VersionMismatch,
     error_from_os,
@@ -135,6 +136,7 @@ class Agent:
         self.audit.record("stopping", reason=reason, busy=self.current is not None)
         self.pump.beat("stopping")
         self._idle.wait(_SHUTDOWN_GRACE_S)
+        self._refuse_queued()
         removed = begin_shutdown()
         _stop_children()
         self._close_model()
@@ -193,11 +195,24 @@ class Agent:
                                       status="failed", payload=err.payload()))
 
     # -- commands ----------------------------------------------------------------------------
+    def _refuse_queued(self) -> None:
+        """Commands accepted but not started when the agent stops still get their failure events."""
+        while True:
+            try:
+                cmd = self.commands.get_nowait()
+            except queue.Empty:
+                return
+            if cmd is not None:
+                self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
+
     def _work(self) -> None:
         while True:
             cmd = self.commands.get()
-            if cmd is None or self._stopping.is_set():
+            if cmd is None:
                 return
+            if self._stopping.is_set():
+                self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
+                continue
             self._idle.clear()
             try:
                 self._run(cmd)

@@ -123,3 +123,19 @@ def test_path_component_too_long_is_path_rejected_not_internal_error(spawn, work
     err = events(got, "error")[-1]["payload"]
     assert err["code"] == "path_rejected", err
     assert events(got, "builder.completed")[-1]["status"] == "failed"
+
+
+def test_commands_queued_at_eof_still_get_their_failure_events(spawn) -> None:  # type: ignore[no-untyped-def]
+    spin = "```lua\nfunction run(context)\n  while true do end\nend\n```"
+    agent = spawn("builder", "--plan-wall-s", "20", replies=[spin])
+    agent.send(make_command("implement", task_id="T-running"))
+    agent.until(lambda m: m.get("kind") == "heartbeat" and m.get("status") == "busy")
+    for n in (1, 2):
+        agent.send(make_command("implement", task_id=f"T-queued-{n}"))
+    agent.proc.stdin.close()
+    got = agent.until(lambda m: False, timeout=15)  # everything up to the exit
+    for n in (1, 2):
+        mine = [e for e in events(got) if e["task_id"] == f"T-queued-{n}"]
+        assert [e["event"] for e in mine] == ["error", "builder.completed"], mine
+        assert mine[0]["payload"]["code"] == "shutting_down" and mine[0]["payload"]["retriable"] is True
+    assert agent.proc.wait(10) == 0
