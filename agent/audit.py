@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from agent.clock import utc_now
+from agent.errors import MAX_MESSAGE_BYTES, bound_text
 from agent.redact import Redactor
 from agent.workspace import make_private_dirs
 
@@ -65,8 +66,9 @@ class AuditLog:
                 pass
 
     def exception(self, event: str, exc: BaseException, **fields: Any) -> None:
+        # Bounded: an exception may carry a 30 MB message (a Lua error, a huge path).
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.record(event, error=repr(exc), traceback=tb, **fields)
+        self.record(event, error=bound_text(repr(exc)), traceback=bound_text(tb, 4 * MAX_MESSAGE_BYTES), **fields)
 
     def _rotate_if_needed(self, incoming: int) -> None:
         assert self.path is not None

@@ -19,3 +19,13 @@ def test_audit_lines_are_redacted_private_and_rotated(tmp_path: Path) -> None:
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["i"] == 19 and last["note"] == MASK and last["api_key"] == MASK
     assert all("tok-123456789" not in p.read_text() for p in path.parent.iterdir())
+
+
+def test_exception_entries_are_bounded_whatever_the_message(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl", Redactor(environ={}), stderr=False)
+    try:
+        raise ValueError("m" * 5_000_000)
+    except ValueError as exc:
+        log.exception("internal_error", exc)
+    line = (tmp_path / "audit.jsonl").read_bytes()
+    assert len(line) < 30_000 and b"truncated" in line

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from agent.errors import AgentError
+from agent.errors import AgentError, bound_text
 from agent.redact import Redactor, secrets_under_keys
 from agent.workspace import AGENT_DIR, Workspace
 
@@ -36,6 +36,9 @@ def write_record(workspace: Workspace, record: dict[str, Any], redactor: Redacto
     caller's redactor never saw that context (`luallm-agent plan --input`).
     """
     rel = record_path(record["run_id"])
+    for call in record.get("tool_calls") or []:
+        if isinstance(call, dict) and isinstance(call.get("error"), str):
+            call["error"] = bound_text(call["error"])  # tool errors may echo huge arguments
     scrub = redactor
     if secrets_under_keys(record.get("context")):
         scrub = redactor.copy()
