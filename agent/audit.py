@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from agent.clock import utc_now
-from agent.errors import AgentError
+from agent.errors import MAX_MESSAGE_BYTES, AgentError, bound_text
 from agent.redact import Redactor
 from agent.workspace import Workspace, make_private_dirs
 
@@ -44,8 +44,13 @@ class AuditLog:
 
     def record(self, event: str, **fields: Any) -> None:
         """Write one audit line (and a compact line to stderr)."""
-        entry = self.redactor.data({"ts": utc_now(), "event": event, **fields})
-        line = orjson.dumps(entry, default=str) + b"\n"
+        try:
+            entry = self.redactor.data({"ts": utc_now(), "event": event, **fields})
+            line = orjson.dumps(entry, default=str) + b"\n"
+        except (TypeError, ValueError, RecursionError) as exc:  # an odd field must not lose the event
+            entry = self.redactor.data({"ts": utc_now(), "event": event, "unencodable_fields": sorted(fields),
+                                        "encode_error": type(exc).__name__})
+            line = orjson.dumps(entry, default=str) + b"\n"
         with self._lock:
             if self.stderr:
                 try:
@@ -63,8 +68,9 @@ class AuditLog:
                 pass
 
     def exception(self, event: str, exc: BaseException, **fields: Any) -> None:
+        # Bounded: an exception may carry a 30 MB message (a Lua error, a huge path).
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.record(event, error=repr(exc), traceback=tb, **fields)
+        self.record(event, error=bound_text(repr(exc)), traceback=bound_text(tb, 4 * MAX_MESSAGE_BYTES), **fields)
 
     def _rotate_if_needed(self, incoming: int) -> None:
         assert self._ws is not None

@@ -146,6 +146,7 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
             except Exception as exc:
                 raise SettingsError(f"invalid config {models.config_path}: {exc}") from exc
     client: ModelClient | None = None
+    redactor = None
     if args.scripted_replies:
         from agent.models.scripted import ScriptedModel
 
@@ -154,7 +155,8 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
             from agent.models.recorder import RecordingModel
             from agent.redact import Redactor
 
-            client = RecordingModel(client, args.record, Redactor())
+            redactor = Redactor()  # the agent's own: it learns each command's input secrets
+            client = RecordingModel(client, args.record, redactor)
     from agent.plans.limits import PlanLimits
 
     extra_allow = tuple(c.strip() for c in args.plan_run_allow.split(",") if c.strip())
@@ -175,7 +177,7 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
     return AgentConfig(role=role, workspace=Path(ws), heartbeat_interval=interval,
                        max_input_line=args.max_line_bytes, max_stdout_logs=max(0, args.max_stdout_logs),
                        exit_on_unrecoverable=not args.keep_serving_on_failure, models=models, roles=roles,
-                       model_client=client)
+                       model_client=client, redactor=redactor)
 
 
 def cmd_stdio(args: argparse.Namespace) -> int:

@@ -29,13 +29,24 @@ AgentError
 │   ├── PlanMemoryExceeded        plan_memory_exceeded
 │   ├── PlanQuotaExceeded         plan_quota_exceeded
 │   └── SandboxViolation          sandbox_violation
+├── IoFailure                     io_error               (retriable)
+│   ├── NoSpace                   no_space               (retriable)
+│   ├── PermissionDenied          permission_denied
+│   ├── ResourceExhausted         resource_exhausted     (retriable)
+│   └── NotFound                  not_found
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
+
+Every message (and every string detail) is bounded to `MAX_MESSAGE_BYTES` of UTF-8 when the
+error is made, so no path — stdout, stderr, audit, plan records, `luallm-agent plan` — can carry
+a 30 MB Lua error whole. `error_from_os` maps an `OSError` to a precise code by errno.
 """
 
 from __future__ import annotations
 
+import errno as _errno
+import hashlib
 from typing import Any
 
 __all__ = [
@@ -47,7 +58,25 @@ __all__ = [
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "DeadlineExceeded",
     "ShuttingDown", "InternalError", "ALL_CODES",
+    "IoFailure", "NoSpace", "PermissionDenied", "ResourceExhausted", "NotFound",
+    "MAX_MESSAGE_BYTES", "bound_text", "error_from_os",
 ]
+
+# A few KB: enough for a precise message with a file name and a line of Lua, never a flood.
+MAX_MESSAGE_BYTES = 4096
+
+
+def bound_text(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes (plus a marker naming the full size and digest)."""
+    if len(text) * 4 <= limit:  # cannot be over: no encoding needed
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    kept = raw[:limit].decode("utf-8", "ignore")
+    return f"{kept}…[truncated: {len(raw)} bytes, sha256:{digest}]"
+
 
 
 class AgentError(Exception):
@@ -57,9 +86,10 @@ class AgentError(Exception):
     retriable = False
 
     def __init__(self, message: str, **details: Any) -> None:
+        message = bound_text(str(message))
         super().__init__(message)
         self.message = message
-        self.details = details
+        self.details = {k: bound_text(v) if isinstance(v, str) else v for k, v in details.items()}
 
     def payload(self) -> dict[str, Any]:
         """The `error` event payload: code, message, retriable, then any details."""
@@ -213,6 +243,34 @@ class SandboxViolation(PlanError):
     code = "sandbox_violation"
 
 
+class IoFailure(AgentError):
+    """An operating-system call failed outside a more precise case; `errno` names the cause."""
+    code = "io_error"
+    retriable = True
+
+
+class NoSpace(IoFailure):
+    """The disk or quota is full (ENOSPC, EDQUOT)."""
+    code = "no_space"
+
+
+class PermissionDenied(IoFailure):
+    """The OS refused access (EACCES, EPERM, EROFS)."""
+    code = "permission_denied"
+    retriable = False
+
+
+class ResourceExhausted(IoFailure):
+    """Too many open files or processes, or no memory (EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS)."""
+    code = "resource_exhausted"
+
+
+class NotFound(IoFailure):
+    """A file or directory the command needed is gone (ENOENT)."""
+    code = "not_found"
+    retriable = False
+
+
 class DeadlineExceeded(AgentError):
     """The command's deadline passed before it could finish."""
     code = "deadline_exceeded"
@@ -239,3 +297,29 @@ def _walk(cls: type[AgentError]) -> list[type[AgentError]]:
 
 
 ALL_CODES: dict[str, type[AgentError]] = {c.code: c for c in _walk(AgentError)}
+
+
+# errno → error class; anything not listed is `io_error` with the errno name in the details.
+_OS_ERRORS: dict[int, type[AgentError]] = {
+    _errno.ENOSPC: NoSpace, _errno.EDQUOT: NoSpace,
+    _errno.EACCES: PermissionDenied, _errno.EPERM: PermissionDenied, _errno.EROFS: PermissionDenied,
+    _errno.EMFILE: ResourceExhausted, _errno.ENFILE: ResourceExhausted, _errno.ENOMEM: ResourceExhausted,
+    _errno.EAGAIN: ResourceExhausted, _errno.ENOBUFS: ResourceExhausted,
+    _errno.ENOENT: NotFound,
+    # A path the OS cannot use as asked is a rejected path, not a bug.
+    _errno.ENAMETOOLONG: PathRejected, _errno.ELOOP: PathRejected, _errno.ENOTDIR: PathRejected,
+    _errno.EISDIR: PathRejected,
+}
+
+
+def error_from_os(exc: OSError, doing: str = "an operating-system call failed") -> AgentError:
+    """The precise `AgentError` for an `OSError`: code by errno, details `errno` and `path`."""
+    number = exc.errno if isinstance(exc.errno, int) else 0
+    cls = _OS_ERRORS.get(number, IoFailure)
+    name = _errno.errorcode.get(number, "unknown errno")
+    details: dict[str, Any] = {"errno": name}
+    if isinstance(exc.filename, str | bytes):
+        details["path"] = exc.filename if isinstance(exc.filename, str) else exc.filename.decode("utf-8", "replace")
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    where = f": {details['path']}" if "path" in details else ""
+    return cls(f"{doing}: {reason} ({name}){where}", **details)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import functools
 import json
+import reprlib
 import uuid
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agent.clock import utc_now
 from agent.errors import InvalidCommand
 
 __all__ = [
     "ROLES", "ROLE_ACTIONS", "TERMINAL_EVENTS", "Command", "ExpectedOutput", "SCHEMA_DIR",
-    "decode_command", "recover_ids", "build_event", "build_heartbeat", "build_log", "validator",
+    "decode_command", "recover_ids", "parse_line", "nesting_exceeds", "MAX_JSON_DEPTH", "build_event", "build_heartbeat", "build_log", "validator",
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
@@ -38,6 +42,52 @@ TERMINAL_EVENTS: dict[str, tuple[str, ...]] = {
     "orchestration": ("orchestration.proposed_tasks", "orchestration.needs_clarification",
                       "orchestration.plan_conflict"),
 }
+
+
+# Commands are shallow (inputs a few levels deep). Deeper input is refused before any code that
+# recurses sees it: Python's repr/jsonschema/redaction recurse, and orjson.dumps stops at 255.
+MAX_JSON_DEPTH = 64
+# Keep only brackets, folded to one pair (`{`→`[`, `}`→`]`), then +1/-1 per bracket.
+_FOLD = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")], _STEP[ord("]")] = 1, -1
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlevel = 80, 80, 2
+
+
+def nesting_exceeds(line: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON text nests arrays/objects deeper than `limit` (brackets inside strings ignored).
+
+    Never recursive and no per-byte Python loop: escape pairs (`\\\\`, then `\\"`) are dropped, so
+    splitting on the remaining quotes alternates outside/inside strings; the brackets outside are
+    summed as +1/-1 and the running maximum compared with `limit` — all in C-speed builtins.
+    A line with at most `limit` opening brackets anywhere is answered without that work.
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    unescaped = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(unescaped.split(b'"')[0::2])
+    brackets = outside.translate(_FOLD, _NOT_BRACKETS)
+    if brackets.count(b"[") <= limit:
+        return False
+    return max(accumulate(map(_STEP.__getitem__, brackets))) > limit
+
+
+def parse_line(line: bytes) -> Any:
+    """The JSON value of one input line; `InvalidCommand` if not JSON or nested too deep."""
+    if nesting_exceeds(line):
+        raise InvalidCommand(f"JSON nested deeper than {MAX_JSON_DEPTH} levels; refused before parsing",
+                             max_depth=MAX_JSON_DEPTH)
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidCommand(f"not valid JSON: {exc}") from None
+
+
+def short_repr(value: Any) -> str:
+    """A bounded, non-recursive-blowup repr for error messages."""
+    return _short.repr(value)
 
 
 @functools.cache
@@ -97,7 +147,16 @@ class Command:
 
 
 def recover_ids(obj: Any) -> dict[str, str]:
-    """task_id / correlation_id from a (possibly invalid) message, when they are strings."""
+    """task_id / correlation_id from a (possibly invalid) message, when they are strings.
+
+    Given raw bytes (a line refused before parsing), they are read with orjson, whose C parser
+    stops at its own depth limit and never recurses in Python; only top-level keys are looked at.
+    """
+    if isinstance(obj, bytes):
+        try:
+            obj = orjson.loads(obj)
+        except orjson.JSONDecodeError:
+            return {}
     out: dict[str, str] = {}
     if isinstance(obj, dict):
         for key in ("task_id", "correlation_id"):
@@ -111,7 +170,7 @@ def decode_command(obj: Any) -> Command:
     if not isinstance(obj, dict):
         raise InvalidCommand(f"a command must be a JSON object, got {type(obj).__name__}")
     if obj.get("kind") != "command":
-        raise InvalidCommand(f"at $.kind: expected 'command', got {obj.get('kind')!r}")
+        raise InvalidCommand(f"at $.kind: expected 'command', got {short_repr(obj.get('kind'))}")
     errors = schema_errors("command.schema.json", obj)
     if errors:
         raise InvalidCommand("invalid command: " + "; ".join(errors))

@@ -26,21 +26,22 @@ from agent.errors import (
     AgentError,
     DeadlineExceeded,
     InternalError,
-    InvalidCommand,
     MessageTooLarge,
     ModelNotConfigured,
+    ShuttingDown,
     UnsupportedAction,
     VersionMismatch,
+    error_from_os,
 )
 from agent.heartbeat import HeartbeatPump
 from agent.models.base import ModelClient, ModelSettings
 from agent.models.usage import UsageTracker
 from agent.pathpolicy import AGENT
-from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, recover_ids
+from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, parse_line, recover_ids
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
 from agent.roles.context import NO_MODEL, CommandContext, Outcome, RoleSettings
-from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer
+from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer, truncate_marked
 from agent.workspace import AGENT_DIR, Workspace, begin_shutdown, sha256_bytes
 
 __all__ = ["AgentConfig", "Agent", "EXIT_UNRECOVERABLE"]
@@ -60,13 +61,14 @@ class AgentConfig:
     models: ModelSettings = field(default_factory=ModelSettings)
     roles: RoleSettings = field(default_factory=RoleSettings)
     model_client: ModelClient | None = None  # tests and `replay` may inject one
+    redactor: Redactor | None = None  # shared with an injected client (e.g. its recorder)
 
 
 class Agent:
     def __init__(self, config: AgentConfig, stdin: BinaryIO, stdout: BinaryIO) -> None:
         self.config = config
         self.role = config.role
-        self.redactor = Redactor()
+        self.redactor = config.redactor or Redactor()
         if config.models.api_key:
             self.redactor.add(config.models.api_key)
         # Every write refuses content carrying a secret the redactor knows (read at each write).
@@ -103,7 +105,11 @@ class Agent:
         self.pump.start()
         threading.Thread(target=self._warm_up, name="warm-up", daemon=True).start()
         while not self._stopping.is_set():
-            line = self.reader.read()
+            try:
+                line = self.reader.read()
+            except (OSError, ValueError) as exc:  # stdin unreadable: as good as closed
+                self.audit.record("stdin_failed", error=repr(exc))
+                break
             if line is None:
                 break
             self.pump.touch()
@@ -133,6 +139,7 @@ class Agent:
         self.audit.record("stopping", reason=reason, busy=self.current is not None)
         self.pump.beat("stopping")
         self._idle.wait(_SHUTDOWN_GRACE_S)
+        self._refuse_queued()
         removed = begin_shutdown()
         _stop_children()
         self._close_model()
@@ -145,6 +152,17 @@ class Agent:
 
     # -- input -------------------------------------------------------------------------------
     def _accept(self, line: bytes | Oversize) -> None:
+        """Answer one stdin line: a queued command or an `error` event, whatever the line holds."""
+        try:
+            self._accept_line(line)
+        except Exception as exc:  # a bug must cost one error event, never the serve loop
+            try:
+                self.audit.exception("accept_failed", exc)
+                self._reject(InternalError(f"internal error while reading a line: {type(exc).__name__}"), {})
+            except Exception:
+                pass
+
+    def _accept_line(self, line: bytes | Oversize) -> None:
         if isinstance(line, Oversize):
             self._reject(MessageTooLarge(
                 f"input line of {line.size} bytes exceeds the {self.config.max_input_line}-byte limit; discarded",
@@ -153,12 +171,14 @@ class Agent:
         if not line.strip():
             return
         try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            self._reject(InvalidCommand(f"not valid JSON: {exc}"), {})
+            obj = parse_line(line)  # refuses deep nesting before anything recursive sees it
+        except AgentError as exc:
+            self._reject(exc, recover_ids(line))
             return
         ids = recover_ids(obj)
         try:
+            # Secrets in the inputs are known before anything about this line is written.
+            self.redactor.harvest(obj)
             cmd = decode_command(obj)
         except AgentError as exc:
             self._reject(exc, ids)
@@ -171,20 +191,39 @@ class Agent:
         self.commands.put(cmd)
 
     def _reject(self, err: AgentError, ids: dict[str, str]) -> None:
-        self.audit.record("rejected", code=err.code, message=err.message, **ids)
+        self.audit.record("rejected", code=err.code, message=err.message,
+                          **{k: truncate_marked(v, 1024) for k, v in ids.items()})
         self.writer.write(build_event(agent_type=self.role, task_id=ids.get("task_id", "unknown"),
                                       correlation_id=ids.get("correlation_id", "unknown"), event="error",
                                       status="failed", payload=err.payload()))
 
     # -- commands ----------------------------------------------------------------------------
+    def _refuse_queued(self) -> None:
+        """Commands accepted but not started when the agent stops still get their failure events."""
+        while True:
+            try:
+                cmd = self.commands.get_nowait()
+            except queue.Empty:
+                return
+            if cmd is not None:
+                self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
+
     def _work(self) -> None:
         while True:
             cmd = self.commands.get()
-            if cmd is None or self._stopping.is_set():
+            if cmd is None:
                 return
+            if self._stopping.is_set():
+                self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
+                continue
             self._idle.clear()
             try:
                 self._run(cmd)
+            except Exception as exc:  # _run answers every failure; this guards the worker thread itself
+                try:
+                    self.audit.exception("worker_failed", exc, task_id=truncate_marked(cmd.task_id, 1024))
+                except Exception:
+                    pass
             finally:
                 self.current = None
                 self._idle.set()
@@ -258,6 +297,9 @@ class Agent:
             self._complete(cmd, ctx, outcome, in_digest)
         except AgentError as err:
             self._fail(cmd, err, ctx)
+        except OSError as exc:  # the OS said no: a precise code by errno, not internal_error
+            self.audit.exception("os_error", exc, task_id=cmd.task_id)
+            self._fail(cmd, error_from_os(exc, "the command failed"), ctx)
         except Exception as exc:  # a bug: never a traceback on stdout, always a terminal event
             self.audit.exception("internal_error", exc, task_id=cmd.task_id)
             self._fail(cmd, InternalError(f"internal error: {type(exc).__name__}: {exc}"), ctx)
@@ -283,6 +325,8 @@ class Agent:
                 ok = self.workspace.normalize(out.path) in produced or self.workspace.is_file(out.path)
                 why = "was not produced"
             except PathRejected as exc:
+                if out.required:
+                    raise  # the path itself is refused: say so precisely, not "not produced"
                 ok, why = False, exc.message
             if ok:
                 continue
@@ -326,16 +370,19 @@ class Agent:
             spilled: dict[str, Any] = art.to_dict()
         except AgentError as exc:
             spilled = {"error": exc.message, "sha256": sha256_bytes(raw), "size": len(raw)}
+        except OSError as exc:
+            spilled = {"error": error_from_os(exc, "spill failed").message, "sha256": sha256_bytes(raw),
+                       "size": len(raw)}
         keep: dict[str, Any] = {}
         for key in ("code", "retriable", "status"):
             if isinstance(payload.get(key), str | bool | int):
                 keep[key] = payload[key]
         if isinstance(payload.get("message"), str):
-            keep["message"] = payload["message"][:2000]
+            keep["message"] = truncate_marked(payload["message"], 2000)
         if isinstance(payload.get("tests"), dict):
-            keep["tests"] = {k: (v[:2000] if isinstance(v, str) else v) for k, v in payload["tests"].items()
-                             if k != "output_tail"}
-        keep["summary"] = (str(payload.get("summary", ""))[:2000] +
+            keep["tests"] = {k: (truncate_marked(v, 2000) if isinstance(v, str) else v)
+                             for k, v in payload["tests"].items() if k != "output_tail"}
+        keep["summary"] = (truncate_marked(str(payload.get("summary", "")), 2000) +
                            f" [payload of {len(line)} bytes written to {rel}]")
         keep["spilled"] = spilled
         return keep

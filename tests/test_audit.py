@@ -40,3 +40,13 @@ def test_a_planted_symlink_never_redirects_the_audit_log(tmp_path: Path) -> None
     for _ in range(3):
         small.record("step")
     assert (outside / "bashrc").read_text() == "untouched\n"
+
+
+def test_exception_entries_are_bounded_whatever_the_message(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit.jsonl", Redactor(environ={}), stderr=False, anchor=tmp_path)
+    try:
+        raise ValueError("m" * 5_000_000)
+    except ValueError as exc:
+        log.exception("internal_error", exc)
+    line = (tmp_path / "audit.jsonl").read_bytes()
+    assert len(line) < 30_000 and b"truncated" in line

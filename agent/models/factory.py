@@ -44,7 +44,7 @@ def build_model_client(settings: ModelSettings, audit: AuditLog | None, redactor
     client: ModelClient | None
     if settings.responses_path:
         try:
-            client = RecordedModel(settings.responses_path)
+            client = RecordedModel(settings.responses_path, redactor)
         except (OSError, ValueError) as exc:
             raise ModelNotConfigured(f"cannot load recorded responses: {exc}",
                                      responses_path=settings.responses_path) from None

@@ -1,8 +1,9 @@
 """Recorded responses: a JSONL file of request digest → reply, served without any network.
 
 Each line: {"digest", "request": {"messages": [...]}, "reply": {"text", "model", "finish_reason"?},
-"usage"?, "latency_ms"?, "capabilities"?}. A miss fails loudly and names the nearest recorded request
-and where it differs.
+"usage"?, "latency_ms"?, "capabilities"?}. A live request is looked up by the digest of its redacted
+messages (what `RecordingModel` stores), then by its plain digest (recordings made before redaction
+keyed them). A miss fails loudly and names the nearest recorded request and where it differs.
 
 Capabilities: answer forms depend on them, so a replay must claim what the recorded server could do,
 or the agent would pick another form and ask other questions. The first line that carries a
@@ -20,6 +21,8 @@ import orjson
 
 from agent.errors import ReplayMiss
 from agent.models.base import Capabilities, ModelReply, ModelRequest, Usage
+from agent.models.recorder import recording_digest, redacted_messages
+from agent.redact import Redactor
 
 __all__ = ["RecordedModel", "load_recordings", "RECORDED_CAPABILITIES"]
 
@@ -52,8 +55,9 @@ def _text_of(entry: dict[str, Any]) -> str:
 class RecordedModel:
     """Serves replies from recordings; never touches the network."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redactor: Redactor | None = None) -> None:
         self.path = str(path)
+        self.redactor = redactor if redactor is not None else Redactor()
         self.entries = load_recordings(path)
         self._by_digest: dict[str, dict[str, Any]] = {}
         for e in self.entries:
@@ -65,8 +69,8 @@ class RecordedModel:
         return self._capabilities
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        digest = request.digest()
-        entry = self._by_digest.get(digest)
+        digest = recording_digest(request, self.redactor)
+        entry = self._by_digest.get(digest) or self._by_digest.get(request.digest())
         if entry is None:
             raise self._miss(request, digest)
         reply = entry["reply"]
@@ -82,7 +86,7 @@ class RecordedModel:
         if not self.entries:
             return ReplayMiss(f"no recorded response for request {digest}: {self.path} has no recordings",
                               digest=digest, recordings=self.path)
-        wanted = request.prompt_text()
+        wanted = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in redacted_messages(request, self.redactor))
         best, best_ratio = self.entries[0], -1.0
         for e in self.entries:
             m = difflib.SequenceMatcher(None, wanted, _text_of(e), autojunk=False)

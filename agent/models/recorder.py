@@ -6,8 +6,11 @@ Each successful call appends one JSONL line in the format `RecordedModel` serves
      "reply": {"text", "model", "provider"}, "usage": {"prompt_tokens", "completion_tokens"},
      "latency_ms", "recorded_at"}
 
-The digest is computed from the real messages, so replay matches live requests; the stored request
-(and reply) are redacted first, because recordings get committed as fixtures. Each line is written
+Recordings get committed as fixtures, so the stored request (prompt text included) and reply are
+redacted first, and the digest is of the *redacted* messages (`recording_digest`): `RecordedModel`
+redacts a live request the same way before looking it up, so a redacted recording replays, the
+same recording serves a run with other secret values, and no digest of a secret-bearing prompt
+is ever stored (it would let anyone holding the file test guesses). Each line is written
 with a single `os.write` on an `O_APPEND` descriptor, so concurrent writers never interleave lines
 (POSIX appends of this size are atomic enough in practice). Failed calls are not recorded.
 """
@@ -21,10 +24,20 @@ from pathlib import Path
 import orjson
 
 from agent.clock import utc_now
-from agent.models.base import ModelClient, ModelReply, ModelRequest
+from agent.models.base import ModelClient, ModelReply, ModelRequest, request_digest
 from agent.redact import Redactor
 
-__all__ = ["RecordingModel"]
+__all__ = ["RecordingModel", "recording_digest", "redacted_messages"]
+
+
+def redacted_messages(request: ModelRequest, redactor: Redactor) -> list[dict[str, str]]:
+    """The request's messages with every known secret value masked in their text."""
+    return [{"role": m["role"], "content": redactor.text(m["content"])} for m in request.messages]
+
+
+def recording_digest(request: ModelRequest, redactor: Redactor) -> str:
+    """What a recording is keyed by: the digest of the redacted messages (model name excluded)."""
+    return request_digest(redacted_messages(request, redactor))
 
 
 class RecordingModel:
@@ -41,9 +54,10 @@ class RecordingModel:
         reply = self.inner.complete(request)
         latency_ms = reply.usage.latency_ms or (time.perf_counter() - started) * 1000.0
         self._append({
-            "digest": request.digest(),
-            "request": self.redactor.data({"messages": request.messages, "task_type": request.task_type,
-                                           "role": request.role, "schema_name": request.schema_name}),
+            "digest": recording_digest(request, self.redactor),
+            "request": self.redactor.data({"messages": redacted_messages(request, self.redactor),
+                                           "task_type": request.task_type, "role": request.role,
+                                           "schema_name": request.schema_name}),
             "reply": {"text": self.redactor.text(reply.text), "model": reply.model, "provider": reply.provider},
             "usage": {"prompt_tokens": reply.usage.prompt_tokens,
                       "completion_tokens": reply.usage.completion_tokens},

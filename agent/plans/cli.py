@@ -1,6 +1,8 @@
 """`luallm-agent plan` and `luallm-agent tools`: run one plan directly, print its graph, list tools.
 
 These commands (and only these) print to stdout. Also runnable as `python -m agent.plans.cli`.
+Error messages are bounded (`errors.bound_text`) and everything printed passes the redactor, which
+also knows the values under secret-named keys of `--input`.
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent.errors import bound_text
+from agent.redact import Redactor
+
 __all__ = ["add_plan_parser", "main", "ROLES"]
 
 ROLES = ("builder", "reviewer", "spec_maintainer", "orchestration")
 
 
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+def _print_json(obj: Any, redactor: Redactor | None = None) -> None:
+    sys.stdout.write(json.dumps((redactor or Redactor()).data(obj), ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
-def _fail(code: str, message: str, status: int = 1) -> int:
-    sys.stderr.write(f"{code}: {message}\n")
+def _fail(code: str, message: str, status: int = 1, redactor: Redactor | None = None) -> int:
+    sys.stderr.write(f"{code}: {(redactor or Redactor()).text(bound_text(message))}\n")
     return status
 
 
@@ -77,12 +82,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     if not args.file:
         return _fail("invalid_command", "plan: FILE or --graph is required", 2)
+    redactor = Redactor()
     try:
         text = Path(args.file).read_text(encoding="utf-8")
         workspace = Workspace(args.workspace, secret_values=Redactor().values())  # env secrets, as in stdio
         inputs = json.loads(args.input) if args.input else {}
-    except (OSError, ValueError) as exc:
-        return _fail("invalid_command", str(exc), 2)
+        redactor.harvest(inputs)
+    except (OSError, ValueError, RecursionError) as exc:
+        return _fail("invalid_command", str(exc), 2, redactor)
+    except AgentError as exc:
+        return _fail(exc.code, exc.message, 2, redactor)
     limits = PlanLimits()
     if args.wall_s is not None:
         limits.wall_s = args.wall_s
@@ -100,15 +109,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
             source = find_lua_plan(text) or text
             outcome = run_plan(source, context, workspace=workspace, limits=limits)
     except AgentError as exc:
-        return _fail(exc.code, exc.message)
+        return _fail(exc.code, exc.message, 1, redactor)
     finally:
         shutdown_workers()
     if args.role:
         problem = _validate_role(args.role, outcome.result)
         if problem:
-            return _fail("plan_runtime_error", problem)
+            return _fail("plan_runtime_error", problem, 1, redactor)
     _print_json({"output": outcome.output, "result": outcome.result, "output_truncated": outcome.output_truncated,
-                 "artifacts": [a.to_dict() for a in outcome.artifacts], "record": outcome.record_path})
+                 "artifacts": [a.to_dict() for a in outcome.artifacts], "record": outcome.record_path}, redactor)
     return 0
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 
+from agent.errors import AgentError, bound_text
 from agent.pathpolicy import AGENT
-from agent.redact import Redactor
+from agent.redact import Redactor, secrets_under_keys
 from agent.workspace import AGENT_DIR, Workspace
 
 __all__ = ["new_run_id", "record_path", "write_record", "record_to_dot", "PLANS_DIR"]
@@ -29,9 +30,25 @@ def record_path(run_id: str) -> str:
 
 
 def write_record(workspace: Workspace, record: dict[str, Any], redactor: Redactor) -> str:
-    """Write the redacted record atomically under the workspace log folder; returns its path."""
+    """Write the redacted record atomically under the workspace log folder; returns its path.
+
+    Secrets under `*_token/_key/_secret` keys of the plan's context (its inputs) are masked
+    wherever they appear in the record — tool arguments, output, result, error — even when the
+    caller's redactor never saw that context (`luallm-agent plan --input`).
+    """
     rel = record_path(record["run_id"])
-    data = orjson.dumps(redactor.data(record), option=orjson.OPT_INDENT_2, default=str)
+    for call in record.get("tool_calls") or []:
+        if isinstance(call, dict) and isinstance(call.get("error"), str):
+            call["error"] = bound_text(call["error"])  # tool errors may echo huge arguments
+    scrub = redactor
+    if secrets_under_keys(record.get("context")):
+        scrub = redactor.copy()
+        try:
+            scrub.harvest(record.get("context"))
+        except AgentError:  # too many to scrub as text: keep the record out of reach entirely
+            record = {k: record.get(k) for k in ("run_id", "kind", "started_at", "finished_at", "ok")}
+            record["redacted"] = "the plan's inputs carry more secret values than can be scrubbed"
+    data = orjson.dumps(scrub.data(record), option=orjson.OPT_INDENT_2, default=str)
     workspace.write_atomic(rel, data, policy=AGENT)
     return rel
 

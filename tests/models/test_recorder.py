@@ -52,8 +52,33 @@ def test_secrets_are_redacted_in_the_recording_but_replay_still_matches(tmp_path
     RecordingModel(ScriptedModel([f"cloned with {SECRET}"]), path, redactor).complete(live)
     raw = path.read_text()
     assert SECRET not in raw and "[REDACTED]" in raw
-    # The digest is of the real request, so the same live request replays.
-    assert RecordedModel(path).complete(live).text == "cloned with [REDACTED]"
+    # Keyed on the redacted request: no digest of the secret-bearing prompt is stored...
+    assert live.digest() not in raw
+    # ...and a replay that redacts the same way matches, whatever the secret's value.
+    assert RecordedModel(path, redactor).complete(live).text == "cloned with [REDACTED]"
+    other = "ghp_ANOTHERTOKENVALUE99"
+    assert RecordedModel(path, Redactor({"GITHUB_TOKEN": other})).complete(
+        req(f"use token {other} to clone")).text == "cloned with [REDACTED]"
+
+
+def test_input_secrets_are_kept_out_of_recorded_prompts_and_replay_matches(tmp_path: Path) -> None:
+    path = tmp_path / "responses.jsonl"
+    recording_side = Redactor({})
+    recording_side.harvest({"inputs": {"deploy_token": "tok-from-inputs-42"}})
+    live = req("deploy with deploy_token=tok-from-inputs-42 please")
+    RecordingModel(ScriptedModel(["done"]), path, recording_side).complete(live)
+    assert "tok-from-inputs-42" not in path.read_text()
+    replay_side = Redactor({})
+    replay_side.harvest({"inputs": {"deploy_token": "tok-from-inputs-42"}})
+    assert RecordedModel(path, replay_side).complete(live).text == "done"
+
+
+def test_recordings_keyed_on_plain_digests_still_replay(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    old = {"digest": req("plan A").digest(), "request": {"messages": req("plan A").messages},
+           "reply": {"text": "old reply", "model": "m"}}
+    path.write_bytes(orjson.dumps(old) + b"\n")
+    assert RecordedModel(path, Redactor({"X_TOKEN": "plan A but longer"})).complete(req("plan A")).text == "old reply"
 
 
 def test_replay_miss_names_the_nearest_request(tmp_path: Path) -> None:

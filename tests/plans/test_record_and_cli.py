@@ -89,3 +89,31 @@ def test_top_level_luallm_agent_plan(ws, tmp_path):
         pytest.skip("agent/cli.py does not wire `plan` yet")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["result"] == {"a": 1}
+
+
+def test_cli_plan_prints_a_bounded_error_for_a_30_mb_lua_error(ws, tmp_path):
+    plan = tmp_path / "huge.lua"
+    plan.write_text('function run(ctx)\n  error(string.rep("x", 30 * 1024 * 1024))\nend\n')
+    proc = _cli("plan", str(plan), "--workspace", str(ws.root))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("plan_runtime_error: ") and len(proc.stderr) < 5000
+    assert "truncated:" in proc.stderr
+    record = max((ws.root / "logs/luallm-agent/plans").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    assert record.stat().st_size < 20_000
+
+
+def test_cli_plan_keeps_input_secrets_out_of_stdout_stderr_and_the_record(ws, tmp_path):
+    secret = "cli-secret-value-93"
+    plan = tmp_path / "p.lua"
+    plan.write_text('function run(ctx)\n  local s = ctx.inputs.api_key\n  print("got " .. s)\n'
+                    '  tools.log("log " .. s)\n  return {echo = s}\nend\n')
+    proc = _cli("plan", str(plan), "--workspace", str(ws.root), "--input", json.dumps({"api_key": secret}))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert secret not in proc.stdout + proc.stderr and out["output"] == "got [REDACTED]\n"
+    record = (ws.root / out["record"]).read_text()
+    assert secret not in record and "log [REDACTED]" in record
+    bad = tmp_path / "bad.lua"
+    bad.write_text('function run(ctx)\n  error("failed with " .. ctx.inputs.api_key)\nend\n')
+    proc = _cli("plan", str(bad), "--workspace", str(ws.root), "--input", json.dumps({"api_key": secret}))
+    assert proc.returncode == 1 and secret not in proc.stderr and "[REDACTED]" in proc.stderr
