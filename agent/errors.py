@@ -27,6 +27,10 @@ AgentError
 │   ├── PlanMemoryExceeded        plan_memory_exceeded
 │   ├── PlanQuotaExceeded         plan_quota_exceeded
 │   └── SandboxViolation          sandbox_violation
+├── SkillError
+│   ├── SkillMetadataInvalid      skill_metadata_invalid
+│   ├── SkillNotFound             skill_not_found
+│   └── SkillDependencyError      skill_dependency_error
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -42,7 +46,8 @@ __all__ = [
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
     "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
-    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "DeadlineExceeded",
+    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SkillError", "SkillMetadataInvalid",
+    "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
     "ShuttingDown", "InternalError", "ALL_CODES",
 ]
 
@@ -198,6 +203,26 @@ class PlanQuotaExceeded(PlanError):
 class SandboxViolation(PlanError):
     """The plan touched a forbidden operation; the message names it exactly."""
     code = "sandbox_violation"
+
+
+class SkillError(AgentError):
+    """A Lua skill could not be loaded, tested or promoted."""
+    code = "skill_error"
+
+
+class SkillMetadataInvalid(SkillError):
+    """A skill's `---@skill { ... }` header is missing or malformed; `line` says where."""
+    code = "skill_metadata_invalid"
+
+
+class SkillNotFound(SkillError):
+    """No skill of that name in `skills/allowed/` (or `skills/agent/` where drafts are meant)."""
+    code = "skill_not_found"
+
+
+class SkillDependencyError(SkillError):
+    """A dependency is undeclared, missing from `allowed/`, a draft, or part of a cycle."""
+    code = "skill_dependency_error"
 
 
 class DeadlineExceeded(AgentError):
