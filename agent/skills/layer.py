@@ -246,6 +246,14 @@ local function install_plan()
       if type(name) ~= "string" then return nil end
       local p = proxies[name]
       if p then return p end
+      if name == "instructions" then   -- Agent Skills: load a SKILL.md body on invocation
+        return function(skill_name)
+          local status, res, code = sd("instructions", skill_name)
+          if status == "fatal" then die(res, code) end
+          if status ~= "ok" then return {error = res, code = "skill_error"} end
+          return res
+        end
+      end
       local publics = call("describe", name)
       p = {}
       for i = 1, #publics do

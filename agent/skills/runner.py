@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agent.audit import AuditLog
 from agent.errors import AgentError
 from agent.plans.limits import PlanLimits
 from agent.plans.runner import run_request
-from agent.skills.home import DRAFT, SkillsHome
+from agent.skills.home import DRAFT, SkillFile, SkillsHome
 from agent.workspace import Workspace, make_private_dirs
 
-__all__ = ["TestReport", "run_skill_tests", "skill_limits", "SKILL_OUTPUT_BYTES"]
+__all__ = ["TestReport", "run_skill_tests", "skill_limits", "last_test_status", "SKILL_OUTPUT_BYTES"]
 
 # Seed 000 §4.5: captured print/log output of one skill run.
 SKILL_OUTPUT_BYTES = 10 * 1024 * 1024
@@ -21,6 +25,8 @@ SKILL_OUTPUT_BYTES = 10 * 1024 * 1024
 @dataclass
 class TestReport:
     """The structured result of one test run; `error` set means the framework itself failed (exit 2)."""
+
+    __test__ = False  # not a pytest class
 
     skill: str
     tier: str
@@ -82,6 +88,7 @@ def run_skill_tests(home: SkillsHome, name: str, tier: str = DRAFT, *, audit: Au
     if skill.test_path is None:
         report.error = {"code": "skill_not_found", "message": f"no test file {name}_test.lua in skills/{tier}/"}
         return report
+    test_path = skill.test_path
     make_private_dirs(home.state_dir)
     try:
         outcome = run_request("skill_test", {"home": str(home.root), "skill": name, "tier": tier},
@@ -101,5 +108,46 @@ def run_skill_tests(home: SkillsHome, name: str, tier: str = DRAFT, *, audit: Au
     report.failed = int(result.get("failed", 0))
     report.results = list(result.get("results") or [])
     if audit is not None:
-        audit.record("skill_test_run", skill=name, tier=tier, **report.to_dict())
+        audit.record("skill_test_run", tier=tier, **report.to_dict())
+    _remember(home, report, skill.path, test_path)
     return report
+
+
+_STATUS_FILE = "skill_test_status.json"
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes() if p.is_file() else b"")
+    return h.hexdigest()
+
+
+def _remember(home: SkillsHome, report: TestReport, skill: Path, test: Path) -> None:
+    """Keep the last result per skill and tier, keyed by the files' digest (for `skills list`)."""
+    status = _load_status(home)
+    status[f"{report.tier}/{report.skill}"] = {"status": "pass" if report.ok else "fail",
+                                               "passed": report.passed, "total": report.total,
+                                               "digest": _digest(skill, test)}
+    try:
+        Workspace(home.state_dir).write_atomic(_STATUS_FILE, orjson.dumps(status, option=orjson.OPT_INDENT_2))
+    except (AgentError, OSError):
+        pass
+
+
+def _load_status(home: SkillsHome) -> dict[str, Any]:
+    try:
+        data = orjson.loads((home.state_dir / _STATUS_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def last_test_status(home: SkillsHome, skill: SkillFile) -> str:
+    """`pass`, `fail`, `untested`, or `stale` (the files changed since the last run)."""
+    entry = _load_status(home).get(f"{skill.tier}/{skill.name}")
+    if not isinstance(entry, dict):
+        return "untested"
+    if skill.test_path is None or entry.get("digest") != _digest(skill.path, skill.test_path):
+        return "stale"
+    return str(entry.get("status"))

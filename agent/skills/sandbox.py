@@ -340,6 +340,23 @@ class SkillDispatcher:
         self.audit("skill_exec", {"skill": skill, "command": cmd, "exit_code": result.get("exit_code")})
         return (result,)
 
+    def _op_instructions(self, name: Any) -> tuple[Any, ...]:
+        """An Agent Skill's body for the model; its allowed-tools then bound the plan's tool calls."""
+        from agent.plans.tools import TOOL_NAMES
+        from agent.skills.agent_skills import discover
+
+        root = Path(self.workspace_root) if self.workspace_root else None
+        skill = next((s for s in discover(root) if s.name == name), None)
+        if skill is None:
+            raise _Raised(f"no Agent Skill named {name!r}")
+        if skill.disable_model_invocation:
+            raise _Raised(f"Agent Skill {name} is user-invocable only (disable-model-invocation: true)")
+        if skill.allowed_tools is not None:
+            current = self.toolbox.limits.tools if self.toolbox.limits.tools is not None else TOOL_NAMES
+            self.toolbox.limits.tools = tuple(t for t in current if t in skill.allowed_tools)
+        self.audit("skill_call", {"agent_skill": skill.name, "level": skill.level})
+        return ({"name": skill.name, "body": skill.body(), "allowed_tools": list(skill.allowed_tools or [])},)
+
     def _op_report(self, skill: Any, results: Any) -> tuple[Any, ...]:
         rows = []
         for r in results if isinstance(results, list) else []:
