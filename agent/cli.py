@@ -79,6 +79,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="extra commands Lua plans may start with tools.run, comma-separated (e.g. python3,pytest)")
     p.add_argument("--plan-wall-s", type=_positive_float, default=30.0, help="plan wall-time limit (default 30)")
     p.add_argument("--plan-memory-mb", type=_positive_int, default=64, help="plan Lua memory limit (default 64)")
+    p.add_argument("--skills-home", help="agent home whose promoted skills (skills/allowed/) plans may call as "
+                                         "skills.NAME (env LUALLM_AGENT_SKILLS_HOME; default: off)")
     p.add_argument("--keep-serving-on-failure", action="store_true",
                    help="reviewer/spec_maintainer: do not exit non-zero after an unrecoverable failure")
 
@@ -108,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     schemas = sub.add_parser("schemas", help="print the path of the wire-contract JSON Schemas")
     schemas.set_defaults(func=lambda _a: print(SCHEMA_DIR) or 0)
 
+    from agent.skills.cli import add_parser as add_skills_parser
+
+    add_skills_parser(sub)
     try:
         from agent.plans.cli import add_plan_parser
     except ImportError:  # the plan runtime is optional for the stdio spine
@@ -161,7 +166,8 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
 
     extra_allow = tuple(c.strip() for c in args.plan_run_allow.split(",") if c.strip())
     limits = PlanLimits(wall_s=args.plan_wall_s, memory_bytes=args.plan_memory_mb * 1024 * 1024,
-                        run_allow=(*PlanLimits().run_allow, *extra_allow))
+                        run_allow=(*PlanLimits().run_allow, *extra_allow),
+                        skills_home=args.skills_home or _env("LUALLM_AGENT_SKILLS_HOME"))
     roles = RoleSettings(
         test_command=args.test_command or _env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or _env("LUALLM_AGENT_SPEC_PATH"),

@@ -34,6 +34,10 @@ AgentError
 │   ├── PermissionDenied          permission_denied
 │   ├── ResourceExhausted         resource_exhausted     (retriable)
 │   └── NotFound                  not_found
+├── SkillError
+│   ├── SkillMetadataInvalid      skill_metadata_invalid
+│   ├── SkillNotFound             skill_not_found
+│   └── SkillDependencyError      skill_dependency_error
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -56,7 +60,8 @@ __all__ = [
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
     "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
-    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "DeadlineExceeded",
+    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SkillError", "SkillMetadataInvalid",
+    "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
     "ShuttingDown", "InternalError", "ALL_CODES",
     "IoFailure", "NoSpace", "PermissionDenied", "ResourceExhausted", "NotFound",
     "MAX_MESSAGE_BYTES", "bound_text", "error_from_os",
@@ -269,6 +274,24 @@ class NotFound(IoFailure):
     """A file or directory the command needed is gone (ENOENT)."""
     code = "not_found"
     retriable = False
+class SkillError(AgentError):
+    """A Lua skill could not be loaded, tested or promoted."""
+    code = "skill_error"
+
+
+class SkillMetadataInvalid(SkillError):
+    """A skill's `---@skill { ... }` header is missing or malformed; `line` says where."""
+    code = "skill_metadata_invalid"
+
+
+class SkillNotFound(SkillError):
+    """No skill of that name in `skills/allowed/` (or `skills/agent/` where drafts are meant)."""
+    code = "skill_not_found"
+
+
+class SkillDependencyError(SkillError):
+    """A dependency is undeclared, missing from `allowed/`, a draft, or part of a cycle."""
+    code = "skill_dependency_error"
 
 
 class DeadlineExceeded(AgentError):

@@ -95,6 +95,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     limits = PlanLimits()
     if args.wall_s is not None:
         limits.wall_s = args.wall_s
+    limits.skills_home = args.skills_home
     context = {"action": "plan", "inputs": inputs, "task_id": None, "role": args.role}
     try:
         actions = None
@@ -143,6 +144,7 @@ def add_plan_parser(subparsers: Any) -> None:
     plan.add_argument("--role", choices=ROLES, help="validate the result against schemas/answers/<role>.json")
     plan.add_argument("--graph", metavar="RUN_RECORD_JSON", help="print the DOT graph of a run record")
     plan.add_argument("--wall-s", type=float, default=None, help="wall-time limit in seconds (default 30)")
+    plan.add_argument("--skills-home", help="agent home whose promoted skills the plan may call as skills.NAME")
     plan.set_defaults(func=cmd_plan)
     tools = subparsers.add_parser("tools", help="list the tools plans can call")
     tools.add_argument("--json", action="store_true", help="machine-readable catalog")

@@ -38,6 +38,8 @@ class PlanLimits:
     run_timeout_ms: int = 30000
     # Tool names this plan may call (None: all). Roles other than the builder get read-only tools.
     tools: tuple[str, ...] | None = None
+    # Agent home whose promoted skills (skills/allowed/) plans may call as `skills.NAME` (None: off).
+    skills_home: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

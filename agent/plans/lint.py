@@ -24,7 +24,7 @@ repeat return then true until while""".split())
 ALLOWED_GLOBALS = frozenset({
     "string", "table", "math", "utf8", "coroutine", "pairs", "ipairs", "next", "select", "type",
     "tostring", "tonumber", "error", "assert", "pcall", "xpcall", "setmetatable", "getmetatable",
-    "print", "tools", "_G", "_ENV", "_VERSION", "context",
+    "print", "tools", "skills", "_G", "_ENV", "_VERSION", "context",
 })
 FORBIDDEN = frozenset({
     "os", "io", "debug", "package", "require", "load", "loadstring", "dofile", "loadfile",

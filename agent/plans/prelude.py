@@ -24,6 +24,8 @@ local setmetatable, getmetatable, load, collectgarbage = setmetatable, getmetata
 local string_rep, string_sub, concat = string.rep, string.sub, table.concat
 
 local PLAN = "=plan"
+-- chunk names of sandboxed code (the plan, and skills loaded through `host.compile`)
+local SANDBOXED = {[PLAN] = true}
 local MEMERR = "not enough memory"
 local MEM_WARN_KB = MEM_LIMIT * 0.25 / 1024
 local MARKER = setmetatable({}, {__tostring = function() return "plan stopped" end, __metatable = false})
@@ -37,7 +39,7 @@ local function plan_line()
   for level = 3, 200 do
     local info = debug_getinfo(level, "Sl")
     if not info then return nil end
-    if info.source == PLAN then return info.currentline end
+    if SANDBOXED[info.source] then return info.currentline end
   end
   return nil
 end
@@ -215,29 +217,37 @@ setmetatable(tools, {
   __metatable = false,
 })
 
-local env = {
-  string = safe_string,
-  table = lock(copy(table), "table"),
-  math = lock(copy(math), "math"),
-  utf8 = lock(copy(utf8), "utf8"),
-  coroutine = lock({
-    create = safe_create, resume = safe_resume, wrap = safe_wrap, close = safe_close,
-    status = co_status, yield = co_yield, running = co_running, isyieldable = co_isyieldable,
-  }, "coroutine"),
-  pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
-  tostring = tostring, tonumber = tonumber, error = error, assert = assert,
-  pcall = safe_pcall, xpcall = safe_xpcall,
-  setmetatable = safe_setmetatable, getmetatable = safe_getmetatable,
-  print = safe_print, tools = tools, _VERSION = _VERSION,
-}
-env._G = env
-setmetatable(env, {
-  __index = function(_, k)
-    if FORBIDDEN[k] then die("sandbox_violation", "forbidden: " .. k, k) end
-    return nil
-  end,
-  __metatable = false,
-})
+-- A fresh environment: its own copies of the libraries (string via a copy too, so one skill's
+-- `string.x = ...` cannot reach another's; `("").x` still uses the protected shared metatable).
+local function new_env()
+  local e = {
+    string = lock(copy(safe_string), "string", {dump = true}),
+    table = lock(copy(table), "table"),
+    math = lock(copy(math), "math"),
+    utf8 = lock(copy(utf8), "utf8"),
+    coroutine = lock({
+      create = safe_create, resume = safe_resume, wrap = safe_wrap, close = safe_close,
+      status = co_status, yield = co_yield, running = co_running, isyieldable = co_isyieldable,
+    }, "coroutine"),
+    pairs = pairs, ipairs = ipairs, next = next, select = select, type = type,
+    tostring = tostring, tonumber = tonumber, error = error, assert = assert,
+    pcall = safe_pcall, xpcall = safe_xpcall,
+    setmetatable = safe_setmetatable, getmetatable = safe_getmetatable,
+    print = safe_print, _VERSION = _VERSION,
+  }
+  e._G = e
+  return setmetatable(e, {
+    __index = function(_, k)
+      if FORBIDDEN[k] then die("sandbox_violation", "forbidden: " .. k, k) end
+      return nil
+    end,
+    __metatable = false,
+  })
+end
+
+local env = new_env()
+env.string = safe_string
+env.tools = tools
 
 local function driver(src, ctx)
   if BUDGET > 0 then debug_sethook(hook, "", PERIOD) end
@@ -265,5 +275,25 @@ local function state()
   return f.code, f.message, f.name, f.line, used, concat(out, "", 1, out_n), out_trunc, err_line, mem_line
 end
 
-return driver, state
+-- What host-side layers (skills: agent/skills/layer.py) build on; never reachable from the plan.
+local function compile(src, name, e)
+  SANDBOXED["=" .. name] = true
+  return load(src, "=" .. name, "t", e)
+end
+
+local function enter(f, ...)
+  if BUDGET > 0 then debug_sethook(hook, "", PERIOD) end
+  local function handler(e)
+    if not fatal then err_line = plan_line() end
+    return e
+  end
+  return xpcall(f, handler, ...)
+end
+
+local host = {
+  new_env = new_env, plan_env = env, compile = compile, enter = enter, pcall = safe_pcall,
+  now = now, die = die, print = safe_print, is_fatal = function() return fatal ~= nil end,
+}
+
+return driver, state, host
 """

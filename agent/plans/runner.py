@@ -21,9 +21,12 @@ from agent.plans.record import new_run_id, write_record
 from agent.redact import Redactor
 from agent.workspace import Artifact, Workspace
 
-__all__ = ["PlanHost", "PlanOutcome", "run_plan", "run_actions"]
+__all__ = ["PlanHost", "PlanOutcome", "run_plan", "run_actions", "run_request", "WORKER_AUDIT_EVENTS"]
 
 _MAX_CONTEXT_FILES = 200
+# Audit events a worker may ask the parent to write (from skills' I/O; agent/skills/sandbox.py).
+WORKER_AUDIT_EVENTS = frozenset({"file_read", "file_write", "sandbox_violation", "skill_call", "skill_log",
+                                 "skill_exec"})
 _RECORD_OUTPUT_CAP = 64 * 1024
 
 
@@ -149,6 +152,10 @@ class _Run:
                     getattr(self.host, kind)(text)
                 except Exception as exc:  # the host's trouble must not end the plan
                     self._audit("plan_host_error", call=kind, error=repr(exc))
+        elif kind == "audit" and msg.get("event") in WORKER_AUDIT_EVENTS:
+            raw = msg.get("fields")
+            fields: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            self._audit(str(msg["event"]), **{str(k): v for k, v in fields.items() if k not in ("event", "run_id")})
         elif kind == "llm":
             worker.send(self._call_llm(str(msg.get("prompt", "")), msg.get("opts") or {}), deadline)
 
@@ -272,3 +279,19 @@ def run_actions(actions: list[dict[str, Any]], *, workspace: Workspace, limits: 
                  "workspace": str(workspace.root), "run_id": run.run_id,
                  "secret_values": workspace.secret_values()}, wall)
     return _finish(run, actions, None)
+
+
+def run_request(kind: str, request: dict[str, Any], *, workspace: Workspace, limits: PlanLimits | None = None,
+                host: PlanHost | None = None, audit: AuditLog | None = None, deadline: float | None = None,
+                record_source: Any = None) -> PlanOutcome:
+    """Run another kind of worker request (e.g. `skill_test`) with the same worker, limits, audit and record."""
+    limits = limits or PlanLimits()
+    run = _Run(kind, workspace, limits, host, audit)
+    run._audit("plan_start", kind=kind)
+    try:
+        wall = _wall(limits, deadline)
+    except PlanError as exc:
+        return _finish(run, record_source, None, exc)
+    run.execute({**request, "kind": kind, "limits": limits.to_dict(), "wall_s": wall,
+                 "workspace": str(workspace.root), "run_id": run.run_id}, wall)
+    return _finish(run, record_source, None)

@@ -18,7 +18,7 @@ from agent.plans.limits import PlanLimits
 from agent.plans.prelude import PRELUDE
 from agent.plans.tools import TOOL_NAMES, ToolBox, ToolError, ToolFatal
 
-__all__ = ["PlanFailure", "PlanRun", "execute_plan", "FORBIDDEN_GLOBALS", "HOOK_PERIOD", "new_runtime",
+__all__ = ["PlanFailure", "PlanRun", "execute_plan", "execute_in_sandbox", "FORBIDDEN_GLOBALS", "HOOK_PERIOD", "new_runtime",
            "from_lua", "to_lua"]
 
 # Names whose access is a sandbox violation (reported with the name), not just an unknown global.
@@ -190,11 +190,30 @@ def _message(value: Any) -> str:
 
 
 def execute_plan(source: str, context: dict[str, Any], toolbox: ToolBox, limits: PlanLimits,
-                 soft_deadline: float) -> PlanRun:
-    """Run `source` to completion; returns a PlanRun or raises PlanFailure (run attached as .run)."""
+                 soft_deadline: float, install: Callable[[Any, Any], None] | None = None) -> PlanRun:
+    """Run `source` to completion; returns a PlanRun or raises PlanFailure (run attached as .run).
+
+    `install(lua, host)` runs before the plan and may add to the plan's environment
+    (`host.plan_env`), e.g. the `skills` namespace.
+    """
+    def entry(lua: Any, driver: Any, host: Any) -> Any:
+        if install is not None:
+            install(lua, host)
+        return driver(source.encode("utf-8", errors="surrogateescape"), to_lua(lua, context))
+
+    return execute_in_sandbox(entry, toolbox, limits, soft_deadline)
+
+
+def execute_in_sandbox(entry: Callable[[Any, Any, Any], Any], toolbox: ToolBox, limits: PlanLimits,
+                       soft_deadline: float) -> PlanRun:
+    """Boot the prelude in a fresh runtime and run `entry(lua, driver, host)` under its limits.
+
+    `entry` returns what `xpcall` returns (ok, value | error); a fatal condition, memory error or
+    plain error becomes a PlanFailure exactly as for a plan.
+    """
     lua = new_runtime(limits.memory_bytes)
     budget = max(0, int(limits.instructions))
-    driver, state = lua.execute(
+    driver, state, host = lua.execute(
         PRELUDE, _make_dispatch(lua, toolbox), time.monotonic, budget, HOOK_PERIOD,
         int(limits.output_bytes), int(limits.memory_bytes), float(soft_deadline),
         to_lua(lua, list(TOOL_NAMES)), to_lua(lua, dict.fromkeys(FORBIDDEN_GLOBALS, True)))
@@ -203,7 +222,7 @@ def execute_plan(source: str, context: dict[str, Any], toolbox: ToolBox, limits:
     raised: BaseException | None = None
     ret: tuple[Any, ...] = ()
     try:
-        ret = driver(source.encode("utf-8", errors="surrogateescape"), to_lua(lua, context))
+        ret = entry(lua, driver, host)
     except lua54.LuaMemoryError as exc:
         raised = exc
     except lua54.LuaError as exc:

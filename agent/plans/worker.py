@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from agent.errors import AgentError
 from agent.plans.limits import PlanLimits
 from agent.plans.protocol import encode
 from agent.plans.sandbox import PlanFailure, PlanRun, execute_plan
@@ -98,6 +99,10 @@ class _Parent:
     def spawned(self, pgid: int) -> None:
         self.send({"type": "spawned", "pgid": pgid})
 
+    def audit(self, event: str, fields: dict[str, Any]) -> None:
+        """An audit entry the parent writes (skills' file_read/file_write/sandbox_violation)."""
+        self.send({"type": "audit", "event": event, "fields": fields})
+
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
@@ -145,8 +150,20 @@ def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
     try:
         if request.get("kind") == "actions":
             done.update(ok=True, result=_run_actions(request.get("actions") or [], toolbox))
+        elif request.get("kind") == "skill_test":
+            from agent.skills.sandbox import execute_skill_test
+
+            run, report = execute_skill_test(request, toolbox, parent.audit, limits, soft_deadline)
+            done.update(ok=True, result=report, output=run.output, output_truncated=run.output_truncated,
+                        instructions=run.instructions)
         else:
-            run = execute_plan(request["source"], request.get("context") or {}, toolbox, limits, soft_deadline)
+            install = None
+            if limits.skills_home:  # the `skills` namespace (agent/skills/sandbox.py)
+                from agent.skills.sandbox import plan_installer
+
+                install = plan_installer(limits.skills_home, workspace.root, toolbox, parent.audit, limits)
+            run = execute_plan(request["source"], request.get("context") or {}, toolbox, limits, soft_deadline,
+                               install=install)
             done.update(ok=True, result=run.result, output=run.output, output_truncated=run.output_truncated,
                         instructions=run.instructions)
     except PlanFailure as exc:
@@ -157,6 +174,8 @@ def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
                         instructions=failed_run.instructions)
     except ToolFatal as exc:
         done.update(ok=False, error={"code": exc.code, "message": exc.message, "details": {"quota": exc.quota}})
+    except AgentError as exc:  # a skill that cannot be loaded (metadata, missing test)
+        done.update(ok=False, error={"code": exc.code, "message": exc.message, "details": {}})
     except MemoryError:
         done.update(ok=False, error={"code": "plan_memory_exceeded", "message": "worker ran out of memory",
                                      "details": {}})

@@ -41,8 +41,18 @@ _JSON_ONLY = ("\nThis agent is configured for JSON answers: reply with the JSON 
 
 
 def messages_for(ctx: CommandContext, user: str) -> list[dict[str, str]]:
-    system = system_prompt(ctx.role) + ("" if ctx.settings.prefer_plans else _JSON_ONLY)
+    system = system_prompt(ctx.role) + ("" if ctx.settings.prefer_plans else _JSON_ONLY) + _skills_text(ctx)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _skills_text(ctx: CommandContext) -> str:
+    """Promoted skills and Agent Skills, when the agent runs with --skills-home (agent/skills/catalog.py)."""
+    home = getattr(ctx.settings.plan_limits, "skills_home", None)
+    if not home or not ctx.settings.prefer_plans:
+        return ""
+    from agent.skills.catalog import skills_prompt_text
+
+    return skills_prompt_text(home, ctx.workspace.root)
 
 
 def quote_json(title: str, value: Any) -> str:
