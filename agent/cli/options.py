@@ -1,28 +1,24 @@
-"""Command line: `luallm-agent stdio | replay | demo | plan | tools | schemas`.
+"""Agent options shared by `stdio`, `replay` and `demo`, and the settings built from them.
 
-Invalid settings are one line on stderr and exit code 2, before anything is written to stdout.
+`add_agent_options` is the one place where agent flags are declared; `settings_from` turns
+them (and their environment variables) into an `AgentConfig`, raising `SettingsError` for an
+invalid setting.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from agent import __version__
-from agent.protocol import ROLES, SCHEMA_DIR
-
-__all__ = ["main", "build_parser"]
-
-EXIT_USAGE = 2
+__all__ = ["SettingsError", "add_agent_options", "settings_from", "env"]
 
 
 class SettingsError(Exception):
     """A setting that makes it impossible to start."""
 
 
-def _env(name: str) -> str | None:
+def env(name: str) -> str | None:
     value = os.environ.get(name)
     return value if value else None
 
@@ -77,53 +73,19 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="reviewer/spec_maintainer: do not exit non-zero after an unrecoverable failure")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="luallm-agent", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"luallm-agent {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    stdio = sub.add_parser("stdio", help="serve NDJSON commands on stdin (what lorch spawns)")
-    stdio.add_argument("--role", help=f"one of {', '.join(ROLES)} (env AGENT_TYPE)")
-    add_agent_options(stdio)
-    stdio.set_defaults(func=cmd_stdio)
-
-    replay = sub.add_parser("replay", help="drive agents through a command script, like lorch, and print the transcript")
-    replay.add_argument("commands", help="NDJSON file of commands")
-    replay.add_argument("--scripted-dir", help=argparse.SUPPRESS)
-    replay.add_argument("--json", action="store_true", help="print every message as JSON instead of a transcript")
-    add_agent_options(replay)
-    replay.set_defaults(func=cmd_replay)
-
-    demo = sub.add_parser("demo", help="run the embedded demo on recorded model responses (offline)")
-    demo.add_argument("--workspace", help="where to put the demo workspace (default: a new temp directory)")
-    demo.add_argument("--json", action="store_true", help="print every message as JSON")
-    demo.set_defaults(func=cmd_demo)
-
-    schemas = sub.add_parser("schemas", help="print the path of the wire-contract JSON Schemas")
-    schemas.set_defaults(func=lambda _a: print(SCHEMA_DIR) or 0)
-
-    try:
-        from agent.plans.cli import add_plan_parser
-    except ImportError:  # the plan runtime is optional for the stdio spine
-        pass
-    else:
-        add_plan_parser(sub)
-    return parser
-
-
-def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyped-def]
+def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyped-def]
     from agent.models.base import ModelClient, ModelSettings
     from agent.prompt import PromptBudget
     from agent.roles.context import RoleSettings
     from agent.runtime import AgentConfig
 
-    ws = args.workspace or _env("LUALLM_AGENT_WORKSPACE") or os.getcwd()
+    ws = args.workspace or env("LUALLM_AGENT_WORKSPACE") or os.getcwd()
     if not Path(ws).is_dir():
         raise SettingsError(f"workspace does not exist or is not a directory: {ws}")
     models = ModelSettings(
-        model=args.model or _env("LUALLM_AGENT_MODEL"), base_url=args.base_url or _env("OPENAI_BASE_URL"),
-        api_key=_env("OPENAI_API_KEY"), config_path=args.config or _env("LUALLM_AGENT_CONFIG"),
-        responses_path=args.replay or _env("LUALLM_AGENT_REPLAY"), record_path=args.record,
+        model=args.model or env("LUALLM_AGENT_MODEL"), base_url=args.base_url or env("OPENAI_BASE_URL"),
+        api_key=env("OPENAI_API_KEY"), config_path=args.config or env("LUALLM_AGENT_CONFIG"),
+        responses_path=args.replay or env("LUALLM_AGENT_REPLAY"), record_path=args.record,
         timeout_s=args.model_timeout)
     for label, path in (("config file", models.config_path), ("recorded responses file", models.responses_path),
                         ("scripted replies file", args.scripted_replies)):
@@ -155,13 +117,13 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
     limits = PlanLimits(wall_s=args.plan_wall_s, memory_bytes=args.plan_memory_mb * 1024 * 1024,
                         run_allow=(*PlanLimits().run_allow, *extra_allow))
     roles = RoleSettings(
-        test_command=args.test_command or _env("LUALLM_AGENT_TEST_COMMAND"),
-        spec_path=args.spec_path or _env("LUALLM_AGENT_SPEC_PATH"),
+        test_command=args.test_command or env("LUALLM_AGENT_TEST_COMMAND"),
+        spec_path=args.spec_path or env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=max(0, args.max_repairs),
         prefer_plans=args.answers == "plan", plan_limits=limits, max_tokens=args.max_tokens or None)
     interval = args.heartbeat_interval
     if interval is None:
-        raw = _env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"
+        raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"
         try:
             interval = _positive_float(raw)
         except (ValueError, argparse.ArgumentTypeError) as exc:
@@ -170,47 +132,3 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
                        max_input_line=args.max_line_bytes, max_stdout_logs=max(0, args.max_stdout_logs),
                        exit_on_unrecoverable=not args.keep_serving_on_failure, models=models, roles=roles,
                        model_client=client)
-
-
-def cmd_stdio(args: argparse.Namespace) -> int:
-    role = args.role or _env("AGENT_TYPE")
-    if role not in ROLES:
-        raise SettingsError(f"unknown or missing role {role!r}: use --role or AGENT_TYPE with one of {', '.join(ROLES)}")
-    config = _settings_from(args, role)
-    # stdout belongs to the protocol writer alone: keep a private handle to it and point fd 1
-    # (and sys.stdout) at stderr, so a stray print or a C library cannot corrupt the stream.
-    protocol_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    from agent.runtime import Agent
-
-    return Agent(config, sys.stdin.buffer, protocol_out).serve()
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from agent.conductor import run_script
-
-    if not Path(args.commands).is_file():
-        raise SettingsError(f"commands file not found: {args.commands}")
-    ws = args.workspace or os.getcwd()
-    if not Path(ws).is_dir():
-        raise SettingsError(f"workspace does not exist or is not a directory: {ws}")
-    return run_script(args)
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from agent.conductor import run_demo
-
-    return run_demo(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except SettingsError as exc:
-        sys.stderr.write(f"luallm-agent: {exc}\n")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
