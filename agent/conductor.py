@@ -25,9 +25,8 @@ import orjson
 from agent.clock import seconds_until
 from agent.protocol import TERMINAL_EVENTS
 
-__all__ = ["AgentProcess", "run_script", "run_demo", "FIXTURES", "is_terminal"]
+__all__ = ["AgentProcess", "run_script", "run_demo", "is_terminal"]
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 _REJECTIONS = {"invalid_command", "unsupported_action", "message_too_large"}
 
 
@@ -209,9 +208,14 @@ def run_script(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Copy the demo workspace, then replay the demo script on recorded responses."""
-    demo = FIXTURES / "demo"
+    from agent.resources import demo_dir
+
+    demo = demo_dir()
     target = Path(args.workspace) if args.workspace else Path(tempfile.mkdtemp(prefix="luallm-demo-"))
-    shutil.copytree(demo / "workspace", target, dirs_exist_ok=True)
+    # pip byte-compiles the demo's .py files where it installs them: never copy the caches, they
+    # would change the workspace the recorded prompts describe.
+    shutil.copytree(demo / "workspace", target, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     ns = argparse.Namespace(
         commands=str(demo / "commands.ndjson"), workspace=str(target), json=args.json,
         replay=str(demo / "responses.jsonl"), record=None, model=None, base_url=None, config=None,

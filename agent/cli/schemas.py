@@ -1,14 +1,37 @@
-"""`luallm-agent schemas`: where the wire-contract JSON Schemas are."""
+"""`luallm-agent schemas`: where the wire-contract JSON Schemas are, or a copy of them."""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
-from agent.protocol import SCHEMA_DIR
+from agent.cli.options import SettingsError
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "cmd_schemas"]
 
 
 def add_parser(sub: Any) -> None:
-    schemas = sub.add_parser("schemas", help="print the path of the wire-contract JSON Schemas")
-    schemas.set_defaults(func=lambda _a: print(SCHEMA_DIR) or 0)
+    schemas = sub.add_parser("schemas", help="print the path of the wire-contract JSON Schemas (or --dump them)")
+    schemas.add_argument("--dump", metavar="DIR",
+                         help="copy every schema into DIR (created if missing) and list the files written")
+    schemas.set_defaults(func=cmd_schemas)
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from agent.resources import dump_schemas, schema_dir
+
+    if not args.dump:
+        sys.stdout.write(f"{schema_dir()}\n")
+        return 0
+    target = Path(args.dump)
+    if target.exists() and not target.is_dir():
+        raise SettingsError(f"--dump: not a directory: {target}")
+    try:
+        written = dump_schemas(target)
+    except OSError as exc:
+        raise SettingsError(f"--dump: cannot write to {target}: {exc.strerror or exc}") from exc
+    for path in written:
+        sys.stdout.write(f"{path}\n")
+    return 0

@@ -26,21 +26,13 @@ def _fail(code: str, message: str, status: int = 1) -> int:
     return status
 
 
-def _schema_path(role: str) -> Path | None:
-    """schemas/answers/<role>.json next to the package (source checkout) or under the cwd."""
-    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = base / "schemas" / "answers" / f"{role}.json"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def _validate_role(role: str, result: Any) -> str | None:
-    """An error message if `result` breaks the role's answer schema; None if valid or no schema."""
-    path = _schema_path(role)
-    if path is None:
-        return None
+    """An error message if `result` breaks the role's answer schema; None if valid."""
     import jsonschema
+
+    from agent.resources import schema_dir
+
+    path = schema_dir() / "answers" / f"{role}.json"
 
     schema = json.loads(path.read_text(encoding="utf-8"))
     validator_cls = jsonschema.validators.validator_for(schema)
