@@ -185,6 +185,10 @@ class Agent:
         except AgentError as exc:
             self._reject(exc, ids)
             return
+        if cmd.agent_type != self.role:
+            self._reject(InvalidCommand(
+                f"at $.to.agent_type: this agent serves the {self.role} role, not {cmd.agent_type!r}"), ids)
+            return
         if cmd.action not in ROLE_ACTIONS[self.role]:
             self._reject(UnsupportedAction(
                 f"action {cmd.action!r} is not served by the {self.role} role (serves: "

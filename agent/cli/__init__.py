@@ -8,21 +8,32 @@ Invalid settings are one line on stderr and exit code 2, before anything is writ
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from agent import __version__
 from agent.cli import demo, replay, schemas, stdio
 from agent.cli.options import SettingsError
+from agent.cli.parsing import EXIT_USAGE, HelpFormatter, Parser
 
 __all__ = ["main", "build_parser"]
 
-EXIT_USAGE = 2
+DESCRIPTION = """\
+luallm-agent is a headless agent for the lorch orchestrator: lorch starts `luallm-agent stdio`
+once per role and talks NDJSON with it. The other subcommands are for people: run the offline
+demo, replay a command script with a live transcript, run one Lua plan, list the plan tools, or
+find the wire-contract schemas. `luallm-agent COMMAND --help` describes each one with examples."""
+
+EPILOG = """\
+examples:
+  luallm-agent demo
+  luallm-agent stdio --role builder --workspace . --base-url http://127.0.0.1:8080/v1 --model my-model"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="luallm-agent", description=__doc__)
+    parser = Parser(prog="luallm-agent", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"luallm-agent {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     stdio.add_parser(sub)
     replay.add_parser(sub)
     demo.add_parser(sub)
@@ -42,7 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SettingsError as exc:
-        sys.stderr.write(f"luallm-agent: {exc}\n")
+        sys.stderr.write(f"luallm-agent {args.command}: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`… | head`): nothing left to say, and nothing to say it to.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        if os.environ.get("LUALLM_AGENT_DEBUG"):
+            raise
+        sys.stderr.write(f"luallm-agent {args.command}: internal error: {type(exc).__name__}: {exc} "
+                         "(set LUALLM_AGENT_DEBUG=1 for the traceback, and please report it)\n")
+        return 1
