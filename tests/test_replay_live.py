@@ -141,3 +141,33 @@ def test_an_agent_that_cannot_start_fails_its_commands_with_its_own_words(tmp_pa
     assert [r.ok for r in results] == [False, False]
     assert results[0].reason == ("the reviewer agent exited with code 2 before it was ready: "
                                  "luallm-agent stdio: no role given")
+
+
+def test_replay_passes_every_agent_option_through() -> None:
+    """Each flag of add_agent_options (also one added later) reaches the agents replay starts."""
+    import argparse
+
+    from agent.cli import build_parser
+    from agent.cli.options import add_agent_options, agent_option_argv
+
+    probe = argparse.ArgumentParser(add_help=False)
+    add_agent_options(probe)
+    per_agent = {"--workspace", "--scripted-replies", "--heartbeat-interval", "--keep-serving-on-failure"}
+    argv = ["replay", "c.ndjson"]
+    expected = []
+    for action in probe._actions:
+        flag = action.option_strings[0]
+        if flag in per_agent:
+            continue
+        if action.nargs == 0:
+            argv.append(flag)
+            expected.append(flag)
+        else:
+            numeric = isinstance(action.default, int | float) and not isinstance(action.default, bool)
+            value = action.choices[-1] if action.choices else (action.default * 2 if numeric else "x")
+            if value == action.default:
+                continue
+            argv += [flag, str(value)]
+            expected += [flag, str(value)]
+    passed = agent_option_argv(build_parser().parse_args(argv))
+    assert sorted(passed) == sorted(expected)

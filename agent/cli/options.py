@@ -102,7 +102,7 @@ def agent_option_argv(args: argparse.Namespace) -> list[str]:
         if value is None or value == action.default:
             continue
         flag = action.option_strings[0]
-        argv += [flag] if isinstance(action, argparse._StoreTrueAction) else [flag, str(value)]
+        argv += [flag] if action.nargs == 0 else [flag, str(value)]  # nargs 0: a switch (store_true)
     return argv
 
 

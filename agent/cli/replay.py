@@ -12,6 +12,7 @@ from agent.cli.options import (
     SettingsError,
     add_agent_options,
     agent_option_argv,
+    env,
     settings_from,
     startup_warnings,
 )
@@ -57,8 +58,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         script = load_script(Path(args.commands))
     except ScriptError as exc:
         raise SettingsError(str(exc)) from None
-    workspace = str(Path(args.workspace or os.getcwd()).resolve())
     settings_from(args, "builder")  # every agent option and file checked once, before any agent starts
+    workspace = str(Path(args.workspace or env("LUALLM_AGENT_WORKSPACE") or os.getcwd()).resolve())
     for warning in startup_warnings(args):
         sys.stderr.write(f"luallm-agent: warning: {warning}\n")
     options = agent_option_argv(args)
