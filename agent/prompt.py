@@ -1,6 +1,6 @@
 """Prompt assembly under byte budgets, with deterministic summaries that say what was cut.
 
-Budgets (seed 003 §7): a total budget for everything the prompt quotes from files (default
+Budgets (so a big workspace cannot overflow a small model's context): a total budget for everything the prompt quotes from files (default
 256 KiB) and a per-file budget (default 32 KiB). A file over budget is summarised: its Markdown
 headings first, then its leading lines, then a visible marker naming what was kept.
 """

@@ -12,7 +12,6 @@ import reprlib
 import uuid
 from dataclasses import dataclass, field
 from itertools import accumulate
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,11 +20,10 @@ from agent.clock import utc_now
 from agent.errors import InvalidCommand
 
 __all__ = [
-    "ROLES", "ROLE_ACTIONS", "TERMINAL_EVENTS", "Command", "ExpectedOutput", "SCHEMA_DIR",
-    "decode_command", "recover_ids", "parse_line", "nesting_exceeds", "MAX_JSON_DEPTH", "build_event", "build_heartbeat", "build_log", "validator",
+    "ROLES", "ROLE_ACTIONS", "TERMINAL_EVENTS", "Command", "ExpectedOutput",
+    "decode_command", "recover_ids", "parse_line", "nesting_exceeds", "MAX_JSON_DEPTH", "build_event",
+    "build_heartbeat", "build_log", "validator",
 ]
-
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 ROLES = ("builder", "reviewer", "spec_maintainer", "orchestration")
 ROLE_ACTIONS: dict[str, tuple[str, ...]] = {
@@ -95,7 +93,9 @@ def validator(name: str) -> Any:
     """A cached Draft 7 validator (with real date-time checking) for `schemas/<name>`."""
     import jsonschema
 
-    schema = json.loads((SCHEMA_DIR / name).read_text())
+    from agent.resources import schema_dir
+
+    schema = json.loads((schema_dir() / name).read_text())
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 

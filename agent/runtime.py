@@ -26,6 +26,7 @@ from agent.errors import (
     AgentError,
     DeadlineExceeded,
     InternalError,
+    InvalidCommand,
     MessageTooLarge,
     ModelNotConfigured,
     ShuttingDown,
@@ -58,6 +59,7 @@ class AgentConfig:
     max_input_line: int = DEFAULT_MAX_INPUT_LINE
     max_stdout_logs: int = 20
     exit_on_unrecoverable: bool = True
+    drain: bool = False  # at stdin EOF, finish every command received first (fixture replay)
     models: ModelSettings = field(default_factory=ModelSettings)
     roles: RoleSettings = field(default_factory=RoleSettings)
     model_client: ModelClient | None = None  # tests and `replay` may inject one
@@ -88,6 +90,7 @@ class Agent:
         self._model: ModelClient | None = config.model_client
         self._model_built = config.model_client is not None
         self._stopping = threading.Event()
+        self._stop_reason = ""
         self._shutdown_lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
@@ -114,8 +117,14 @@ class Agent:
                 break
             self.pump.touch()
             self._accept(line)
+        if self.config.drain and not self._stopping.is_set():
+            self.audit.record("draining", pending=self.commands.qsize(), busy=self.current is not None)
+            self.commands.put(None)  # the worker runs what was received, then returns
+            while worker.is_alive() and not self._stopping.is_set():
+                worker.join(0.5)
         self.shutdown("stdin closed")
-        return 0  # not reached: shutdown exits the process
+        threading.Event().wait()  # another thread is already shutting down; it exits the process
+        return 0  # not reached
 
     def _warm_up(self) -> None:
         # Import validators (and the plan runtime) after `ready`, so start-up stays fast.
@@ -135,10 +144,13 @@ class Agent:
         """Stop within the 5 s lorch allows: let a running command finish briefly, then exit."""
         if not self._shutdown_lock.acquire(blocking=False):
             return
+        self._stop_reason = reason
         self._stopping.set()
         self.audit.record("stopping", reason=reason, busy=self.current is not None)
         self.pump.beat("stopping")
         self._idle.wait(_SHUTDOWN_GRACE_S)
+        if self.current is not None:
+            self._not_run(self.current, reason, "interrupted")
         self._refuse_queued()
         removed = begin_shutdown()
         _stop_children()
@@ -149,6 +161,13 @@ class Agent:
             sys.stderr.flush()
         finally:
             os._exit(exit_code)
+
+    def _not_run(self, cmd: Command, reason: str, what: str) -> None:
+        """Never drop a received command silently: say so on stderr and in the audit log."""
+        hint = ("run with --drain (automatic when stdin is a regular file) to finish every command "
+                "received before EOF" if reason == "stdin closed" else "")
+        self.audit.record("command_not_run", task_id=cmd.task_id, action=cmd.action, state=what, reason=reason,
+                          message=f"command {cmd.task_id} ({cmd.action}) {what}: {reason}" + (f"; {hint}" if hint else ""))
 
     # -- input -------------------------------------------------------------------------------
     def _accept(self, line: bytes | Oversize) -> None:
@@ -183,6 +202,10 @@ class Agent:
         except AgentError as exc:
             self._reject(exc, ids)
             return
+        if cmd.agent_type != self.role:
+            self._reject(InvalidCommand(
+                f"at $.to.agent_type: this agent serves the {self.role} role, not {cmd.agent_type!r}"), ids)
+            return
         if cmd.action not in ROLE_ACTIONS[self.role]:
             self._reject(UnsupportedAction(
                 f"action {cmd.action!r} is not served by the {self.role} role (serves: "
@@ -206,6 +229,7 @@ class Agent:
             except queue.Empty:
                 return
             if cmd is not None:
+                self._not_run(cmd, self._stop_reason, "not started")
                 self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
 
     def _work(self) -> None:
@@ -214,6 +238,7 @@ class Agent:
             if cmd is None:
                 return
             if self._stopping.is_set():
+                self._not_run(cmd, self._stop_reason, "not started")
                 self._fail(cmd, ShuttingDown("the agent stopped before this command started"), None)
                 continue
             self._idle.clear()

@@ -1,6 +1,8 @@
 """The main job: `luallm-agent demo` on the recorded responses shipped in fixtures/."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +33,11 @@ def test_demo_runs_the_whole_loop_offline(tmp_path: Path) -> None:
         assert not schema_errors("receipt.schema.json", json.loads(r.read_text())), r
     plan_runs = list((ws / "logs" / "luallm-agent" / "plans").glob("*.json"))
     assert len(plan_runs) >= 2  # the builder's and the reviewer's Lua plans were recorded
+    audit = [json.loads(line) for line in (ws / "logs" / "luallm-agent" / "audit.jsonl").read_text().splitlines()]
+    stages = {(e["task_id"].split("-")[0], e["stage"]) for e in audit if e["event"] == "progress"}
+    # Each role reports its major steps (the builder also as builder.progress events on stdout).
+    assert {("intake", "planning"), ("T", "planning"), ("T", "testing"), ("T", "reviewing"),
+            ("T", "updating_spec")} <= stages
 
 
 def test_replay_json_mode_prints_only_schema_valid_messages(tmp_path: Path) -> None:
@@ -42,3 +49,21 @@ def test_replay_json_mode_prints_only_schema_valid_messages(tmp_path: Path) -> N
     assert len(msgs) > 20
     for m in msgs:
         assert_wire_valid(m)
+
+
+def test_demo_uses_a_fresh_temp_dir_it_names_and_may_reset_only_its_own(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"} | {"TMPDIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-m", "agent", "demo"], capture_output=True, text=True, timeout=240,
+                           cwd=ROOT, env=env)
+    assert first.returncode == 0, first.stdout[-3000:]
+    made = re.search(r"workspace (\S+) \(a new temporary directory\)", first.stdout)
+    assert made, first.stdout[:500]
+    ws = Path(made.group(1))
+    assert ws.parent == tmp_path and (ws / ".luallm-agent-demo").is_file() and (ws / "SPEC.md").is_file()
+    (ws / "leftover.txt").write_text("from the first run\n")
+    again = subprocess.run([sys.executable, "-m", "agent", "demo", "--workspace", str(ws)], capture_output=True,
+                           text=True, timeout=240, cwd=ROOT)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "(an earlier demo's workspace, reset)" in again.stdout
+    assert not (ws / "leftover.txt").exists()
+    assert "7 commands, 0 without a successful terminal event" in again.stdout

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,3 +47,74 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 def test_readme_names_the_demo_command() -> None:
     assert "python3 -m pip install -e '.[dev]' && luallm-agent demo" in README
+
+
+# Commands the README shows that cannot run offline here, and why. Every other command in a
+# ```sh block is run by test_every_offline_readme_command_runs, in order, in one scratch directory.
+NOT_OFFLINE = [
+    (re.compile(r"\bpipx? install\b|-m pip install\b"), "installs packages"),
+    (re.compile(r"^python3 -m pytest\b"), "the test suite itself (CI runs it)"),
+    (re.compile(r"--base-url http|^llama-server\b|^ollama\b|^vllm\b"), "needs a running model server"),
+    (re.compile(r"tests/realmodel/|bench/bench_realmodel\.py"), "needs the opt-in real model (xllamacpp and a GGUF)"),
+]
+
+
+def _readme_commands() -> list[str]:
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", README, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#\s.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                commands.append(line)
+    return commands
+
+
+def _why_not_offline(command: str) -> str | None:
+    return next((why for pattern, why in NOT_OFFLINE if pattern.search(command)), None)
+
+
+def test_every_offline_readme_command_runs(tmp_path: Path) -> None:
+    # The recording step 1 of "Recording and replaying" would make: the demo's is such a recording.
+    shutil.copy(ROOT / "fixtures" / "demo" / "responses.jsonl", tmp_path / "responses.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LUALLM_AGENT_")) and k != "AGENT_TYPE"}
+    env["TMPDIR"] = str(tmp_path)
+    agent = f"{shlex.quote(sys.executable)} -m agent "
+    ran = []
+    for command in _readme_commands():
+        if _why_not_offline(command):
+            continue
+        runnable = command.replace("/tmp/", f"{tmp_path}/")
+        runnable = re.sub(r"(^|\|\s*)luallm-agent ", lambda m: m.group(1) + agent, runnable)
+        proc = subprocess.run(["bash", "-c", runnable], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, f"README command failed: {command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        assert "Traceback" not in proc.stderr, command
+        ran.append(command)
+    assert any(c.startswith("luallm-agent demo") for c in ran)
+    assert sum("luallm-agent stdio" in c for c in ran) == 2 and sum("luallm-agent replay" in c for c in ran) == 1
+    skipped = [c for c in _readme_commands() if _why_not_offline(c)]
+    assert len(ran) >= 6 and len(skipped) <= 12, (ran, skipped)
+
+
+def test_fixture_replay_example_answers_its_command(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "fixtures" / "demo" / "workspace", ws)
+    intake = (ROOT / "fixtures" / "demo" / "commands.ndjson").read_bytes().splitlines()[0] + b"\n"
+    proc = subprocess.run([sys.executable, "-m", "agent", "stdio", "--role", "orchestration", "--workspace", str(ws),
+                           "--replay", str(ROOT / "fixtures" / "demo" / "responses.jsonl"), "--drain"],
+                          input=intake, capture_output=True, timeout=120)
+    events = [orjson.loads(x).get("event") for x in proc.stdout.splitlines()]
+    assert "orchestration.needs_clarification" in events
+
+
+def test_slow_marker_is_mentioned_only_if_it_selects_tests() -> None:
+    decorator = "@pytest.mark." + "slow"  # spelled apart so this file does not count itself
+    marked = [p for p in (ROOT / "tests").rglob("*.py") if decorator in p.read_text()]
+    assert ("-m slow" in README) == bool(marked)
+
+
+def test_readme_lorch_snippet_marks_the_model_id_as_a_placeholder() -> None:
+    config = _lorch_config()
+    models = {spec["env"]["LUALLM_AGENT_MODEL"] for spec in config["agents"].values()}
+    assert models == {"<your-model-id>"}
+    assert "Replace `<your-model-id>`" in README

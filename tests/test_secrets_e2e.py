@@ -36,6 +36,7 @@ def _everything_written(ws: Path, tmp_path: Path, rec: Path) -> dict[str, bytes]
 
 def test_input_secret_reaches_no_output_and_the_recording_replays(spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws, rec = tmp_path / "ws", tmp_path / "rec" / "responses.jsonl"
+    rec.parent.mkdir()  # --record never creates directories
     agent = spawn("builder", "--record", str(rec), workspace=ws, replies=[PLAN])
     got = agent.run(_command())
     done = events(got, "builder.completed")[-1]

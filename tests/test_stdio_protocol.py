@@ -174,10 +174,11 @@ def test_agent_exits_when_parent_dies(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, env, needle", [
-    (["--role", "wizard"], {}, "unknown or missing role"),
-    ([], {}, "unknown or missing role"),
+    (["--role", "wizard"], {}, "invalid choice: 'wizard'"),
+    ([], {"AGENT_TYPE": "wizard"}, "AGENT_TYPE='wizard' is not a role"),
+    ([], {}, "no role given: pass --role ROLE or set the environment variable AGENT_TYPE=ROLE"),
     (["--role", "builder", "--workspace", "/does/not/exist"], {}, "workspace does not exist"),
-    (["--role", "builder", "--replay", "/no/such/file.jsonl"], {}, "recorded responses file not found"),
+    (["--role", "builder", "--replay", "/no/such/file.jsonl"], {}, "--replay file not found"),
     (["--role", "builder", "--heartbeat-interval", "0"], {}, "must be > 0"),
 ])
 def test_invalid_settings_exit_2_with_one_stderr_line_and_no_stdout(tmp_path: Path, args, env, needle) -> None:  # type: ignore[no-untyped-def]
@@ -186,7 +187,7 @@ def test_invalid_settings_exit_2_with_one_stderr_line_and_no_stdout(tmp_path: Pa
                           env={**full_env, **env}, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=20)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert needle in proc.stderr
+    assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_role_and_workspace_from_environment(tmp_path: Path) -> None:

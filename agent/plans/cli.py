@@ -31,21 +31,13 @@ def _fail(code: str, message: str, status: int = 1, redactor: Redactor | None = 
     return status
 
 
-def _schema_path(role: str) -> Path | None:
-    """schemas/answers/<role>.json next to the package (source checkout) or under the cwd."""
-    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = base / "schemas" / "answers" / f"{role}.json"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def _validate_role(role: str, result: Any) -> str | None:
-    """An error message if `result` breaks the role's answer schema; None if valid or no schema."""
-    path = _schema_path(role)
-    if path is None:
-        return None
+    """An error message if `result` breaks the role's answer schema; None if valid."""
     import jsonschema
+
+    from agent.resources import schema_dir
+
+    path = schema_dir() / "answers" / f"{role}.json"
 
     schema = json.loads(path.read_text(encoding="utf-8"))
     validator_cls = jsonschema.validators.validator_for(schema)
@@ -78,7 +70,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
             record = json.loads(Path(args.graph).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             return _fail("invalid_command", f"cannot read run record {args.graph}: {exc}", 2)
-        sys.stdout.write(record_to_dot(record))
+        if not isinstance(record, dict) or not isinstance(record.get("tool_calls", []), list):
+            return _fail("invalid_command", f"{args.graph} is not a plan run record (a JSON object with "
+                                            "tool_calls, as written to logs/luallm-agent/plans/)", 2)
+        try:
+            dot = record_to_dot(record)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            return _fail("invalid_command", f"{args.graph} is not a valid plan run record: {exc}", 2)
+        sys.stdout.write(dot)
         return 0
     if not args.file:
         return _fail("invalid_command", "plan: FILE or --graph is required", 2)
@@ -133,26 +132,48 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+_PLAN_DESCRIPTION = """\
+Run one Lua plan (or a strict JSON action list) in the same sandbox the agent uses, against a
+workspace, and print {"output", "result", "output_truncated", "artifacts", "record"} as JSON. The
+plan defines `function run(context)`; --input becomes context.inputs. With --role the result is
+checked against that role's answer schema. With --graph, print the tool-call graph of a recorded
+plan run (logs/luallm-agent/plans/<run_id>.json) as Graphviz DOT instead. Exit code 0 on success,
+1 when the plan fails (`<code>: <message>` on stderr), 2 for a bad invocation."""
+
+_TOOLS_DESCRIPTION = """\
+List the tools a Lua plan can call (tools.read, tools.write, tools.run, ...) with their
+parameters and descriptions: the same text every prompt carries, or a JSON catalog with --json."""
+
+
 def add_plan_parser(subparsers: Any) -> None:
     """Register the `plan` and `tools` subcommands (each sets `func(args) -> exit code`)."""
-    plan = subparsers.add_parser("plan", help="run one Lua plan (or strict action list) in the sandbox",
-                                 description="Run a Lua plan file against a workspace and print "
-                                             '{"output", "result"} as JSON, or print a run record as DOT.')
+    from agent.cli.parsing import add_command, float_in
+
+    plan = add_command(subparsers, "plan", summary="run one Lua plan (or strict action list) in the sandbox",
+                       description=_PLAN_DESCRIPTION,
+                       examples=["luallm-agent plan plan.lua --workspace ws --input '{\"goal\": \"x\"}'",
+                                 "luallm-agent plan answer.lua --workspace ws --role reviewer",
+                                 "luallm-agent plan --graph ws/logs/luallm-agent/plans/RUN_ID.json | dot -Tsvg > run.svg"])
     plan.add_argument("file", nargs="?", help="Lua plan (or a model reply containing a ```lua fence)")
-    plan.add_argument("--workspace", default=".", help="workspace root (default: current directory)")
+    plan.add_argument("--workspace", default=".", help="workspace root")
     plan.add_argument("--input", help="JSON value passed as context.inputs")
-    plan.add_argument("--role", choices=ROLES, help="validate the result against schemas/answers/<role>.json")
+    plan.add_argument("--role", choices=ROLES, help="validate the result against that role's answer schema")
     plan.add_argument("--graph", metavar="RUN_RECORD_JSON", help="print the DOT graph of a run record")
-    plan.add_argument("--wall-s", type=float, default=None, help="wall-time limit in seconds (default 30)")
-    plan.add_argument("--skills-home", help="agent home whose promoted skills the plan may call as skills.NAME")
+    plan.add_argument("--wall-s", type=float_in(0, 3600), default=None, metavar="SECONDS",
+                      help="wall-time limit in seconds (default: 30)")
+    plan.add_argument("--skills-home", metavar="DIR",
+                      help="agent home whose promoted skills the plan may call as skills.NAME")
     plan.set_defaults(func=cmd_plan)
-    tools = subparsers.add_parser("tools", help="list the tools plans can call")
+    tools = add_command(subparsers, "tools", summary="list the tools plans can call", description=_TOOLS_DESCRIPTION,
+                        examples=["luallm-agent tools", "luallm-agent tools --json"])
     tools.add_argument("--json", action="store_true", help="machine-readable catalog")
     tools.set_defaults(func=cmd_tools)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="luallm-agent")
+    from agent.cli.parsing import Parser
+
+    parser = Parser(prog="luallm-agent")
     sub = parser.add_subparsers(dest="command", required=True)
     add_plan_parser(sub)
     args = parser.parse_args(argv)

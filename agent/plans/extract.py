@@ -1,4 +1,4 @@
-"""Recognise a plan in a model reply: a Lua chunk, or a strict JSON action list (seed 002)."""
+"""Recognise a plan in a model reply: a Lua chunk, or a strict JSON action list (the minimal-harness format)."""
 
 from __future__ import annotations
 

@@ -63,8 +63,9 @@ def handle(ctx: CommandContext) -> Outcome:
             raise PlanFileMissing(f"plan_file {plan!r} does not exist in the workspace; candidates: "
                                   + ", ".join(paths[:20]), plan_file=plan)
 
+    ctx.progress(f"asking the model to plan from {len(paths)} candidate files", stage="planning")
     answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check,
-                                               guard_answer=bool(cmd.expected_outputs)), messages_for(ctx, "\n".join(parts)))
+                                           guard_answer=bool(cmd.expected_outputs)), messages_for(ctx, "\n".join(parts)))
     data = answer.data
     cuts = report_cuts(ctx, budget)
     if data.get("needs_clarification") and data.get("questions"):

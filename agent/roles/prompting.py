@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -12,28 +11,20 @@ import orjson
 from agent.errors import AgentError
 from agent.pathpolicy import MODEL, PathPolicy
 from agent.prompt import PromptBuilder
-from agent.protocol import SCHEMA_DIR
+from agent.resources import prompt_text, schema_dir
 from agent.roles.context import CommandContext
 
 __all__ = ["system_prompt", "messages_for", "quote_files", "quote_feedback", "quote_json", "report_cuts"]
-
-_PROMPTS = Path(__file__).resolve().parent / "prompts"
-
-
-@functools.cache
-def _text(name: str) -> str:
-    return (_PROMPTS / name).read_text()
-
 
 @functools.cache
 def system_prompt(role: str) -> str:
     from agent.answers import plan_tools_for
     from agent.plans import tools_prompt_text
 
-    schema = json.loads((SCHEMA_DIR / "answers" / f"{role}.json").read_text())
-    common = _text("common.txt").replace("{tools}", tools_prompt_text(plan_tools_for(role)))
+    schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
+    common = prompt_text("common.txt").replace("{tools}", tools_prompt_text(plan_tools_for(role)))
     common = common.replace("{schema}", json.dumps(schema, indent=1, sort_keys=True))
-    return f"{common}\n{_text(role + '.txt')}"
+    return f"{common}\n{prompt_text(role + '.txt')}"
 
 
 _JSON_ONLY = ("\nThis agent is configured for JSON answers: reply with the JSON answer (form 2) only, "

@@ -47,6 +47,7 @@ def handle(ctx: CommandContext) -> Outcome:
     parts = [f"# Review task {cmd.task_id}", quote_json("Inputs", cmd.inputs),
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review\n" + (quote_files(ctx, budget, to_read) or "(none found)")]
+    ctx.progress(f"asking the model to review {len(to_read)} files", stage="reviewing")
     answer = obtain_answer(ctx, AnswerSpec("reviewer", "review"), messages_for(ctx, "\n".join(parts)))
     data = answer.data
     review = {"task_id": cmd.task_id, "status": data["status"], "findings": data["findings"],

@@ -81,6 +81,7 @@ def handle(ctx: CommandContext) -> Outcome:
              "## Spec file\n" + (quote_files(ctx, budget, [spec], AGENT) if spec else "(no spec file found)"),
              "## Review\n" + (quote_feedback(ctx, budget, [f"reviews/{safe}.json"]) or "(none)"),
              "## Files written by the builder\n" + ("\n".join(builder_files(ctx)) or "(unknown)")]
+    ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
     answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", check_edits),
                            messages_for(ctx, "\n".join(parts)))
     data = answer.data
