@@ -27,6 +27,7 @@ AgentError
 │   ├── PlanMemoryExceeded        plan_memory_exceeded
 │   ├── PlanQuotaExceeded         plan_quota_exceeded
 │   └── SandboxViolation          sandbox_violation
+├── SandboxUnavailable            sandbox_unavailable
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -42,7 +43,7 @@ __all__ = [
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
     "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
-    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "DeadlineExceeded",
+    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "DeadlineExceeded",
     "ShuttingDown", "InternalError", "ALL_CODES",
 ]
 
@@ -198,6 +199,11 @@ class PlanQuotaExceeded(PlanError):
 class SandboxViolation(PlanError):
     """The plan touched a forbidden operation; the message names it exactly."""
     code = "sandbox_violation"
+
+
+class SandboxUnavailable(AgentError):
+    """No OS boundary exists for commands and the user did not pass --unsandboxed-commands."""
+    code = "sandbox_unavailable"
 
 
 class DeadlineExceeded(AgentError):
