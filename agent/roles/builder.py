@@ -43,6 +43,10 @@ def handle(ctx: CommandContext) -> Outcome:
                                                    or "(no review or spec notes found)"))
     listing = [rel for _, rel in zip(range(200), ctx.workspace.iter_files(), strict=False)]
     parts.append("## Workspace files\n" + "\n".join(listing))
+    if ctx.settings.test_command:  # refuse before spending a model call on work we could not test
+        from agent.sandbox import ensure_commands_allowed
+
+        ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx)),
                            messages_for(ctx, "\n".join(parts)))

@@ -28,13 +28,14 @@ if TYPE_CHECKING:
     from agent.sandbox.detect import Boundary, Capabilities, configure, current
     from agent.sandbox.plan_worker import worker_policy
     from agent.sandbox.policy import MODES, Policy
-    from agent.sandbox.spawn import CommandBox, refusal
+    from agent.sandbox.spawn import CommandBox, ensure_commands_allowed, refusal
 
 _WHERE: dict[str, tuple[str, str]] = {
     "Boundary": ("detect", "Boundary"), "Capabilities": ("detect", "Capabilities"),
     "configure": ("detect", "configure"), "current": ("detect", "current"),
     "Policy": ("policy", "Policy"), "MODES": ("policy", "MODES"),
     "CommandBox": ("spawn", "CommandBox"), "refusal": ("spawn", "refusal"),
+    "ensure_commands_allowed": ("spawn", "ensure_commands_allowed"),
     "confine_worker": ("confine", "confine_worker"), "worker_policy": ("plan_worker", "worker_policy"),
 }
 
@@ -49,4 +50,4 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = ["Boundary", "Capabilities", "configure", "current", "Policy", "MODES", "CommandBox", "refusal",
-           "confine_worker", "worker_policy"]
+           "ensure_commands_allowed", "confine_worker", "worker_policy"]

@@ -16,8 +16,9 @@ from agent.sandbox.grants import DEVICES, WRITABLE_DEVICES, is_within
 from agent.sandbox.policy import LANDLOCK, LANDLOCK_NS, Policy
 
 __all__ = ["confine_command", "confine_worker", "mask_host_dirs", "command_rules", "worker_rules",
-           "drop_capabilities", "command_env"]
+           "drop_capabilities", "command_env", "make_undumpable"]
 
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -92,7 +93,8 @@ def worker_rules(policy: Policy) -> landlock.Rules:
 
 
 def drop_capabilities() -> None:
-    """Empty the bounding and ambient sets: root inside the user namespace keeps no capability after exec."""
+    """Empty the bounding and ambient sets: root (inside a user namespace or not) keeps no capability
+    after exec. Without CAP_SETPCAP (not root) this does nothing, and nothing was there to drop."""
     libc = ctypes.CDLL(None, use_errno=True)
     try:
         with open("/proc/sys/kernel/cap_last_cap") as fh:
@@ -102,6 +104,16 @@ def drop_capabilities() -> None:
     libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     for cap in range(last + 1):
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
+def make_undumpable() -> None:
+    """Keep this process's environment (API keys) and memory from processes of the same uid.
+
+    Landlock stops a confined command from ptrace-attaching to the agent, but not from reading
+    /proc/<agent>/environ; a non-dumpable process's /proc files need CAP_SYS_PTRACE, which
+    confined commands no longer have (`drop_capabilities`). ssh-agent does the same.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def command_env(policy: Policy, env: dict[str, str]) -> dict[str, str]:
@@ -139,8 +151,7 @@ def confine_command(policy: Policy) -> None:
         landlock.restrict_self(command_rules(policy), policy.landlock_abi or None)
     if policy.mode == LANDLOCK:
         seccomp.deny_sockets()
-    if policy.mode == LANDLOCK_NS:
-        drop_capabilities()
+    drop_capabilities()  # root keeps none after exec: no CAP_SYS_PTRACE to read the agent's /proc files
 
 
 def confine_worker(policy: Policy) -> list[str]:

@@ -56,28 +56,27 @@ class Boundary:
         return self.confined or self.unsandboxed_ok
 
     def worker_summary(self) -> str:
-        parts = []
-        if self.caps.landlock_abi:
-            parts.append("Landlock (read-only outside the workspace, no exec)")
-        else:
-            parts.append("no file-system boundary (needs Landlock)")
+        if self.requested == NONE:
+            return "plan worker: no OS boundary (LUALLM_AGENT_SANDBOX=none)"
+        parts = ["Landlock (read-only outside the workspace, no exec)" if self.caps.landlock_abi
+                 else "no file-system boundary (needs Landlock)"]
         if self.caps.seccomp:
             parts.append("no sockets (seccomp)")
         return "plan worker: " + ", ".join(parts)
 
-    def describe(self) -> str:
-        """The one-line report printed at start and by `luallm-agent sandbox`."""
+    def _how(self) -> tuple[str, str]:
         c = self.caps
         if self.mode == LANDLOCK_NS:
-            how = f"Landlock ABI {c.landlock_abi} + user, mount, network and PID namespaces"
-            net = "no network (own empty network namespace)"
-        elif self.mode == LANDLOCK:
-            how = f"Landlock ABI {c.landlock_abi} + seccomp, no user namespaces"
-            net = "no sockets (seccomp)"
-        elif self.mode == BWRAP:
-            how = f"bubblewrap {c.bwrap}, no Landlock"
-            net = "no network (own network namespace)"
+            return (f"Landlock ABI {c.landlock_abi} + user, mount, network and PID namespaces",
+                    "no network (own empty network namespace)")
+        if self.mode == LANDLOCK:
+            return f"Landlock ABI {c.landlock_abi} + seccomp, no user namespaces", "no sockets (seccomp)"
+        return f"bubblewrap {c.bwrap}", "no network (own network namespace)"
+
+    def describe(self) -> str:
+        """The one-line report printed at start and by `luallm-agent sandbox`."""
         if self.confined:
+            how, net = self._how()
             return (f"sandbox: {self.mode} ({how}): commands write only the workspace and a private /tmp "
                     f"and $HOME, cannot read $HOME or secrets, {net}, die with the agent; "
                     f"{self.worker_summary()}")

@@ -24,11 +24,12 @@ from agent.sandbox.grants import command_read_dirs, home_dir
 from agent.sandbox.lifeline import Lifeline
 from agent.sandbox.policy import BWRAP, Policy
 
-__all__ = ["CommandBox", "TMP_PREFIX", "refusal"]
+__all__ = ["CommandBox", "TMP_PREFIX", "refusal", "ensure_commands_allowed"]
 
 # Private temp dirs are named after the agent's pid, so a restarted agent can remove the stale ones.
 TMP_PREFIX = "luallm-sbx-"
-_read_dirs: list[str] | None = None
+_read_dirs: dict[tuple[str, ...], list[str]] = {}
+_READ_DIR_INPUTS = ("HOME", "PATH", "PYTHONPATH", "LUALLM_AGENT_SANDBOX_READ")
 
 
 def refusal(what: str) -> SandboxUnavailable:
@@ -38,11 +39,18 @@ def refusal(what: str) -> SandboxUnavailable:
                               "without one", mode=b.mode)
 
 
+def ensure_commands_allowed(what: str) -> None:
+    """Raise SandboxUnavailable now (before any model call) if `what` could not run later."""
+    if not current().commands_allowed:
+        raise refusal(what)
+
+
 def _command_read_dirs() -> list[str]:
-    global _read_dirs
-    if _read_dirs is None:  # the system does not change under a running agent; PATH might, rarely
-        _read_dirs = command_read_dirs()
-    return _read_dirs
+    """Computed once per environment: listing /etc and friends for every command would be waste."""
+    key = tuple(os.environ.get(k, "") for k in _READ_DIR_INPUTS)
+    if key not in _read_dirs:
+        _read_dirs[key] = command_read_dirs()
+    return _read_dirs[key]
 
 
 class CommandBox:
