@@ -1,4 +1,4 @@
-"""Command line: `luallm-agent stdio | replay | demo | plan | tools | schemas`.
+"""Command line: `luallm-agent stdio | replay | demo | plan | tools | schemas | sandbox`.
 
 Invalid settings are one line on stderr and exit code 2, before anything is written to stdout.
 """
@@ -73,6 +73,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="extra commands Lua plans may start with tools.run, comma-separated (e.g. python3,pytest)")
     p.add_argument("--plan-wall-s", type=_positive_float, default=30.0, help="plan wall-time limit (default 30)")
     p.add_argument("--plan-memory-mb", type=_positive_int, default=64, help="plan Lua memory limit (default 64)")
+    p.add_argument("--unsandboxed-commands", action="store_true",
+                   help="where no OS sandbox exists (see `luallm-agent sandbox`), run tools.run and the test "
+                        "command without one instead of refusing them (env LUALLM_AGENT_UNSANDBOXED_COMMANDS=1)")
     p.add_argument("--keep-serving-on-failure", action="store_true",
                    help="reviewer/spec_maintainer: do not exit non-zero after an unrecoverable failure")
 
@@ -108,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_plan_parser(sub)
+    from agent.sandbox.cli import add_sandbox_parser
+
+    add_sandbox_parser(sub)
     return parser
 
 
@@ -149,6 +155,10 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
             from agent.redact import Redactor
 
             client = RecordingModel(client, args.record, Redactor())
+    if args.unsandboxed_commands:
+        from agent.sandbox import configure
+
+        configure(unsandboxed_commands=True)
     from agent.plans.limits import PlanLimits
 
     extra_allow = tuple(c.strip() for c in args.plan_run_allow.split(",") if c.strip())
@@ -177,6 +187,9 @@ def cmd_stdio(args: argparse.Namespace) -> int:
     if role not in ROLES:
         raise SettingsError(f"unknown or missing role {role!r}: use --role or AGENT_TYPE with one of {', '.join(ROLES)}")
     config = _settings_from(args, role)
+    from agent.sandbox.confine import make_undumpable
+
+    make_undumpable()  # API keys in our environment stay out of reach of the commands we run
     # stdout belongs to the protocol writer alone: keep a private handle to it and point fd 1
     # (and sys.stdout) at stderr, so a stray print or a C library cannot corrupt the stream.
     protocol_out = os.fdopen(os.dup(1), "wb")

@@ -127,6 +127,8 @@ def _agent_argv(role: str, args: argparse.Namespace, workspace: str) -> list[str
             argv += [flag, str(value)]
     if role == "builder" and args.test_command:
         argv += ["--test-command", args.test_command]
+    if getattr(args, "unsandboxed_commands", False):
+        argv.append("--unsandboxed-commands")
     scripted = getattr(args, "scripted_dir", None)
     if scripted and (Path(scripted) / f"{role}.json").is_file():
         argv += ["--scripted-replies", str(Path(scripted) / f"{role}.json")]
