@@ -184,7 +184,7 @@ def run_command(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float,
     All processes of one call share a `CommandBox` (one private /tmp); at the timeout, or when
     the call ends, everything they started is killed. Raises CommandRejected, SandboxUnavailable.
     """
-    from agent.sandbox import CommandBox
+    from agent.sandbox.spawn import CommandBox, wait_for
 
     segments = parse_command(cmd, allow)
     check_arguments(segments, root)
@@ -214,10 +214,7 @@ def run_command(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float,
                 prev_out = proc.stdout if not last else None
                 procs.append(proc)
             for p in procs:
-                left = deadline - time.monotonic()
-                try:
-                    p.wait(timeout=max(0.0, left))
-                except subprocess.TimeoutExpired:
+                if not wait_for(p, deadline - time.monotonic()):
                     timed_out = True
                     break
             if timed_out:

@@ -101,6 +101,9 @@ class _Run:
     # -- worker conversation --------------------------------------------------------------------
     def execute(self, request: dict[str, Any], wall: float) -> None:
         hard_deadline = self.t0 + wall
+        # CLOCK_MONOTONIC is shared by all processes: the worker stops itself (with the plan's
+        # line) before this deadline even when it was spawned or confined late.
+        request["hard_deadline_mono"] = hard_deadline
         worker, generation = POOL.acquire()
         killed = False
         try:

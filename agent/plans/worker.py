@@ -160,6 +160,9 @@ def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
     limits = PlanLimits.from_dict(request.get("limits") or {})
     wall = float(request.get("wall_s", limits.wall_s))
     soft_deadline = time.monotonic() + soft_wall(wall)
+    hard = request.get("hard_deadline_mono")
+    if isinstance(hard, int | float):
+        soft_deadline = min(soft_deadline, float(hard) - (wall - soft_wall(wall)))
     apply_rlimits(limits, wall)
     refused = _confine(request.get("sandbox"))
     if refused is not None:

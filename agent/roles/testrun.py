@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agent.plans.commands import scrubbed_env
 
 if TYPE_CHECKING:
-    from agent.sandbox import CommandBox
+    from agent.sandbox.spawn import CommandBox
 
 __all__ = ["run_tests", "kill_running_tests", "OUTPUT_TAIL"]
 
@@ -71,7 +71,7 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
     if not command:
         return {"status": "not_run",
                 "summary": "no test command configured (set --test-command or LUALLM_AGENT_TEST_COMMAND)"}
-    from agent.sandbox import CommandBox
+    from agent.sandbox.spawn import CommandBox, wait_for
 
     argv = ["/bin/sh", "-c", command] if any(c in _SHELL_CHARS for c in command) else shlex.split(command)
     started = time.monotonic()
@@ -82,10 +82,7 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
         try:
             proc = box.popen(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, stdout=out_f,
                              stderr=subprocess.STDOUT)
-            try:
-                proc.wait(timeout=max(1.0, timeout_s))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            timed_out = not wait_for(proc, max(1.0, timeout_s))
             box.kill()
         finally:
             with _lock:

@@ -15,8 +15,10 @@ command starts can outlive it:
 - In a PID namespace the kernel kills every process in it when its PID 1 dies; without one the
   supervisor, a child subreaper, kills its remaining descendants when the command ends.
 
-The exit status is the command's (a signal is re-raised). Only the stdlib is imported, so start-up
-stays near the interpreter's own (`python -I -S`, ~10 ms). `--probe` prints what the kernel offers.
+The exit status is the command's (a signal is re-raised). Start-up is what a command pays: only
+cheap stdlib modules are imported (not `signal` or `json`, which pull in `enum` and `re`; libc's
+signal() and a line format do), near the interpreter's own `python -I -S` start.
+`--probe` prints what the kernel offers, as JSON.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import os
 import select
-import signal
 import struct
 import sys
 
@@ -39,10 +40,18 @@ __all__ = ["main", "probe"]
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _EXIT_LOST_PARENT = 125
+# Signal numbers shared by x86_64 and aarch64 (the generic Linux table).
+_SIGINT, _SIGQUIT, _SIGKILL, _SIGPIPE, _SIGTERM, _SIGXFSZ = 2, 3, 9, 13, 15, 25
+_SIG_DFL = None
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, arg: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    _libc.prctl(option, arg, 0, 0, 0)
+
+
+def _default_action(sig: int) -> None:
+    _libc.signal(sig, _SIG_DFL)
 
 
 def _say(text: str) -> None:
@@ -61,8 +70,8 @@ def _parent_gone(alive_fd: int) -> bool:
 
 def _exec(argv: list[str]) -> None:
     """Replace this process by the command; on failure say why and exit like a shell (127/126)."""
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_DFL)   # Python ignores some; a command expects the defaults
+    for sig in (_SIGPIPE, _SIGXFSZ, _SIGINT, _SIGTERM, _SIGQUIT):
+        _default_action(sig)   # Python ignores SIGPIPE and SIGXFSZ; a command expects the defaults
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -94,7 +103,7 @@ def _init(policy: Policy, argv: list[str], status_w: int) -> None:
 
 
 def _child(policy: Policy, argv: list[str], alive_r: int, status_w: int) -> None:
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_PDEATHSIG, _SIGKILL)
     if _parent_gone(alive_r):
         os._exit(_EXIT_LOST_PARENT)
     os.close(alive_r)
@@ -147,12 +156,18 @@ def _kill_below() -> None:
     """SIGKILL every descendant (orphans come back to us: we are a subreaper) until none is left."""
     me = os.getpid()
     for _ in range(100):
+        # Every living descendant has a living parent below us or, orphaned, was handed to us
+        # (subreaper): no child left means nothing left, and no /proc scan is needed.
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
         victims = _descendants(me)
         if not victims:
             return
         for pid in victims:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, _SIGKILL)
             except ProcessLookupError:
                 pass
         while True:
@@ -171,11 +186,11 @@ def _supervise(pid: int, lifeline: int | None, status_r: int, policy: Policy) ->
         ready, _, _ = select.select(watch, [], [])
         if lifeline is not None and lifeline in ready:   # the agent is gone, or done with us
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, _SIGKILL)
             except ProcessLookupError:
                 pass
             _kill_below()
-            os.kill(os.getpid(), signal.SIGKILL)  # report "killed", like a command killed directly
+            os.kill(os.getpid(), _SIGKILL)  # report "killed", like a command killed directly
         if watch[0] in ready:
             break
     _, status = os.waitpid(pid, 0)
@@ -189,7 +204,7 @@ def _supervise(pid: int, lifeline: int | None, status_r: int, policy: Policy) ->
 
 def _mirror(code: int) -> None:
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        _default_action(-code)
         os.kill(os.getpid(), -code)
         code = 128 - code
     sys.stdout.flush()
@@ -205,7 +220,7 @@ def main(args: list[str]) -> None:
     try:
         split = args.index("--")
         opts = dict(zip(args[:split:2], args[1:split:2], strict=True))
-        policy = Policy.from_json(opts["--policy"])
+        policy = Policy.from_text(opts["--policy"])
         argv = args[split + 1:]
         lifeline = int(opts["--lifeline"]) if "--lifeline" in opts else None
     except (ValueError, KeyError) as exc:

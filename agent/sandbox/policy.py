@@ -1,12 +1,12 @@
 """What a confined process may do, as plain data the launcher receives on its command line.
 
 Built in the agent (which knows the boundary, the workspace and the private temp dir) and applied
-by `confine` in the launcher's child or in the plan worker. Only the stdlib is imported.
+by `confine` in the launcher's child or in the plan worker. On the launcher's command line it is
+`key=value` lines (`to_text`), not JSON: importing json (and with it re and enum) would cost the
+launcher a good part of its start-up. Nothing is imported at all.
 """
 
 from __future__ import annotations
-
-import json
 
 __all__ = ["Policy", "MODES", "LANDLOCK_NS", "LANDLOCK", "BWRAP", "NONE"]
 
@@ -44,8 +44,34 @@ class Policy:
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self._FIELDS}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+    def to_text(self) -> str:
+        """`key=value` lines, one per list item; a value with a newline is refused."""
+        lines = []
+        for key in self._FIELDS:
+            value = getattr(self, key)
+            for item in value if isinstance(value, list) else [value]:
+                if item is None:
+                    continue
+                text = str(item)
+                if "\n" in text or "\0" in text:
+                    raise ValueError(f"policy {key} contains a newline or NUL: {text!r}")
+                lines.append(f"{key}={text}")
+        return "\n".join(lines)
+
+    @classmethod
+    def from_text(cls, text: str) -> Policy:
+        data: dict[str, object] = {"read": [], "execute": []}
+        for line in text.split("\n"):
+            key, sep, value = line.partition("=")
+            if not sep or key not in cls._FIELDS:
+                raise ValueError(f"bad policy line {line!r}")
+            if key in ("read", "execute"):
+                listed = data[key]
+                assert isinstance(listed, list)
+                listed.append(value)
+            else:
+                data[key] = int(value) if key == "landlock_abi" else value
+        return cls.from_dict(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Policy:
@@ -61,10 +87,3 @@ class Policy:
         return cls(str(data.get("mode")), str(data.get("workspace")), tmp=text("tmp"), home=text("home"),
                    read=paths("read"), execute=paths("execute"), landlock_abi=abi if isinstance(abi, int) else 0,
                    bwrap=text("bwrap"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Policy:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("a policy is a JSON object")
-        return cls.from_dict(data)

@@ -8,6 +8,7 @@ then SIGKILLs the process groups as a backstop; `close()` also removes the temp 
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from agent.sandbox.grants import command_read_dirs, home_dir
 from agent.sandbox.lifeline import Lifeline
 from agent.sandbox.policy import BWRAP, Policy
 
-__all__ = ["CommandBox", "TMP_PREFIX", "refusal", "ensure_commands_allowed"]
+__all__ = ["CommandBox", "TMP_PREFIX", "refusal", "ensure_commands_allowed", "wait_for"]
 
 # Private temp dirs are named after the agent's pid, so a restarted agent can remove the stale ones.
 TMP_PREFIX = "luallm-sbx-"
@@ -37,6 +38,29 @@ def refusal(what: str) -> SandboxUnavailable:
     return SandboxUnavailable(f"{what} refused: no OS sandbox is available ({b.reason or 'none'}); "
                               "pass --unsandboxed-commands (or LUALLM_AGENT_UNSANDBOXED_COMMANDS=1) to run it "
                               "without one", mode=b.mode)
+
+
+def wait_for(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait for `proc` to end; False at the timeout. Wakes the moment it ends (a pidfd), where
+    Popen.wait(timeout) polls with sleeps of up to 50 ms — a cost every short command would pay."""
+    if proc.poll() is not None:
+        return True
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except OSError:
+        try:
+            proc.wait(timeout=max(0.0, timeout_s))
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        ready, _, _ = select.select([fd], [], [], max(0.0, timeout_s))
+    finally:
+        os.close(fd)
+    if not ready:
+        return False
+    proc.wait()
+    return True
 
 
 def ensure_commands_allowed(what: str) -> None:
@@ -70,12 +94,12 @@ class CommandBox:
                              bwrap=self.boundary.caps.bwrap if self.boundary.mode == BWRAP else None)
         self.lifeline = Lifeline()
         self.procs: list[subprocess.Popen[bytes]] = []
-        self._policy_json = self.policy.to_json()
+        self._policy_text = self.policy.to_text()
 
     def argv(self, argv: list[str]) -> list[str]:
         """The launcher command line that runs `argv` confined."""
         return [sys.executable, "-I", "-S", LAUNCHER, "--lifeline", str(self.lifeline.child_fd),
-                "--policy", self._policy_json, "--", *argv]
+                "--policy", self._policy_text, "--", *argv]
 
     def env(self, env: dict[str, str]) -> dict[str, str]:
         return command_env(self.policy, env)
@@ -94,10 +118,7 @@ class CommandBox:
         self.lifeline.cut()
         deadline = time.monotonic() + grace_s
         for p in self.procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
+            wait_for(p, deadline - time.monotonic())
         for p in self.procs:   # backstop: a launcher that did not exit in time
             if p.poll() is None:
                 try:
