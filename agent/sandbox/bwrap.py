@@ -36,6 +36,8 @@ def bwrap_argv(policy: Policy, argv: list[str]) -> list[str]:
     binds.append(("/tmp", ["--bind", tmp, "/tmp"]))
     if policy.home and not is_within(policy.home, "/tmp"):
         binds.append((policy.home, ["--bind", os.path.join(policy.tmp, "home"), policy.home]))
+    elif policy.home:
+        binds.append((policy.home, ["--dir", policy.home]))   # inside the private /tmp
     binds.append((policy.workspace, ["--bind", policy.workspace, policy.workspace]))
     # Parents before children, so a grant beneath /tmp or $HOME lands on top of the private dir.
     for _, args in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):

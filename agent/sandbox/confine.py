@@ -13,7 +13,7 @@ import os
 
 from agent.sandbox import landlock, namespaces, seccomp
 from agent.sandbox.grants import DEVICES, WRITABLE_DEVICES, is_within
-from agent.sandbox.policy import LANDLOCK, LANDLOCK_NS, Policy
+from agent.sandbox.policy import BWRAP, LANDLOCK, LANDLOCK_NS, NONE, Policy
 
 __all__ = ["confine_command", "confine_worker", "mask_host_dirs", "command_rules", "worker_rules",
            "drop_capabilities", "command_env", "make_undumpable"]
@@ -73,6 +73,8 @@ def mask_host_dirs(policy: Policy) -> None:
                 pass
         namespaces.bind_mount(f"/proc/self/fd/{fd}", path)
         os.close(fd)
+    if policy.home and not os.path.isdir(policy.home) and any(is_within(policy.home, h) for h, _ in masks):
+        os.makedirs(policy.home, mode=0o700)   # $HOME lived under /tmp: it is now private and empty
 
 
 def command_rules(policy: Policy) -> landlock.Rules:
@@ -117,13 +119,18 @@ def make_undumpable() -> None:
 
 
 def command_env(policy: Policy, env: dict[str, str]) -> dict[str, str]:
-    """The command's environment: TMPDIR and HOME private, no pointers to the user's sockets."""
+    """The command's environment: TMPDIR and HOME private, no pointers to the user's sockets.
+
+    Unsandboxed (mode none, by the user's choice) it is left as it was.
+    """
+    if policy.mode == NONE:
+        return dict(env)
     out = {k: v for k, v in env.items()
            if k not in ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
                         "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")}
     if policy.tmp is None:
         return out
-    if policy.mode == LANDLOCK_NS:
+    if policy.mode in (LANDLOCK_NS, BWRAP):
         tmp = "/tmp"
         if policy.home:
             out["HOME"] = policy.home    # now an empty private directory

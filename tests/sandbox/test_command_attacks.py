@@ -153,3 +153,22 @@ def test_timeout_kills_the_whole_tree(mode, scene):
     while pids_with_marker(f"sleep\0{marker}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_with_marker(f"sleep\0{marker}") == []
+
+
+@pytest.mark.parametrize("ns_mode", [LANDLOCK_NS, "bubblewrap"])
+def test_a_command_may_serve_and_connect_on_its_own_loopback(use_mode, scene, ns_mode):
+    use_mode(ns_mode)
+    res = run(py("import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1); "
+                 "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'ping'); "
+                 "print(a.recv(4).decode())"), scene.ws)
+    assert res["stdout"] == "ping\n", res
+
+
+def test_home_is_private_and_writable(mode, scene):
+    res = run(py("import os; h = os.path.expanduser('~'); open(os.path.join(h, '.cache-x'), 'w').write('1'); "
+                 "print(sorted(os.listdir(h)))"), scene.ws)
+    if mode == NONE:
+        assert ".ssh" in res["stdout"]
+    else:
+        assert res["stdout"] == "['.cache-x']\n", res
+        assert not (scene.home / ".cache-x").exists()
