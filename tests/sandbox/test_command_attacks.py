@@ -172,3 +172,11 @@ def test_home_is_private_and_writable(mode, scene):
     else:
         assert res["stdout"] == "['.cache-x']\n", res
         assert not (scene.home / ".cache-x").exists()
+
+
+def test_a_workspace_inside_home_stays_usable_and_the_key_unreadable(mode, scene):
+    ws = scene.home / "proj"
+    ws.mkdir()
+    res = run(py(f"open('out.txt', 'w').write('made'); print(open({str(scene.key)!r}).read())"), ws)
+    assert (ws / "out.txt").read_text() == "made"
+    assert (KEY in res["stdout"]) == (mode == NONE), res
