@@ -38,6 +38,7 @@ AgentError
 │   ├── SkillMetadataInvalid      skill_metadata_invalid
 │   ├── SkillNotFound             skill_not_found
 │   └── SkillDependencyError      skill_dependency_error
+├── SandboxUnavailable            sandbox_unavailable
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -60,8 +61,8 @@ __all__ = [
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
     "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
-    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SkillError", "SkillMetadataInvalid",
-    "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
+    "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "SkillError",
+    "SkillMetadataInvalid", "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
     "ShuttingDown", "InternalError", "ALL_CODES",
     "IoFailure", "NoSpace", "PermissionDenied", "ResourceExhausted", "NotFound",
     "MAX_MESSAGE_BYTES", "bound_text", "error_from_os",
@@ -274,6 +275,8 @@ class NotFound(IoFailure):
     """A file or directory the command needed is gone (ENOENT)."""
     code = "not_found"
     retriable = False
+
+
 class SkillError(AgentError):
     """A Lua skill could not be loaded, tested or promoted."""
     code = "skill_error"
@@ -292,6 +295,11 @@ class SkillNotFound(SkillError):
 class SkillDependencyError(SkillError):
     """A dependency is undeclared, missing from `allowed/`, a draft, or part of a cycle."""
     code = "skill_dependency_error"
+
+
+class SandboxUnavailable(AgentError):
+    """No OS boundary exists for commands and the user did not pass --unsandboxed-commands."""
+    code = "sandbox_unavailable"
 
 
 class DeadlineExceeded(AgentError):

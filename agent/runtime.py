@@ -127,6 +127,7 @@ class Agent:
         return 0  # not reached
 
     def _warm_up(self) -> None:
+        self._start_checks()
         # Import validators (and the plan runtime) after `ready`, so start-up stays fast.
         try:
             from agent.protocol import validator
@@ -139,6 +140,22 @@ class Agent:
                 prewarm_workers()  # the first plan then starts in ~15 ms, not ~80
         except Exception as exc:  # warm-up is an optimisation only
             self.audit.exception("warm_up_failed", exc)
+
+    def _start_checks(self) -> None:
+        """Say which OS sandbox is in force (stderr + audit), and clear what a killed agent left."""
+        try:
+            from agent.sandbox import current
+            from agent.stale import remove_stale_sandbox_dirs, remove_stale_temps
+
+            boundary = current()
+            self.audit.record("sandbox", summary=boundary.describe(), mode=boundary.mode,
+                              commands_allowed=boundary.commands_allowed)
+            removed = remove_stale_temps(self.workspace.root)
+            dirs = remove_stale_sandbox_dirs()
+            if removed or dirs:
+                self.audit.record("stale_removed", temp_files=removed[:50], count=len(removed), sandbox_dirs=dirs)
+        except Exception as exc:  # a report and a cleanup: never a reason not to serve
+            self.audit.exception("start_checks_failed", exc)
 
     def shutdown(self, reason: str, exit_code: int = 0) -> None:
         """Stop within the 5 s lorch allows: let a running command finish briefly, then exit."""

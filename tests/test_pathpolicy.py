@@ -65,7 +65,12 @@ def _box(ws: Workspace) -> ToolBox:
 
         def progress(self, message: str) -> None: ...
         def log(self, message: str) -> None: ...
-        def spawned(self, pgid: int) -> None: ...
+
+        def run_command(self, cmd: str, timeout_s: float) -> dict[str, Any]:
+            # What the agent does for a plan's tools.run (agent.plans.runner): inside the OS sandbox.
+            from agent.plans.commands import run_for_plan
+
+            return run_for_plan(cmd, root=str(ws.root), allow=PlanLimits().run_allow, timeout_s=timeout_s)
 
     return ToolBox(ws, PlanLimits(), Bridge(), deadline=time.monotonic() + 30)
 

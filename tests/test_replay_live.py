@@ -73,12 +73,13 @@ def test_events_are_printed_before_the_terminal_event_arrives(tmp_path: Path) ->
     ws.mkdir()
     scripted.mkdir()
     (scripted / "builder.json").write_text(json.dumps([_builder_reply()]))
-    (tmp_path / "gate.py").write_text(GATE_SCRIPT)
-    gate = tmp_path / "GATE"
+    # Inside the workspace: the test command runs in the OS sandbox, which reads nothing else there.
+    (ws / "gate.py").write_text(GATE_SCRIPT)
+    gate = ws / "GATE"
     commands = _script(tmp_path / "commands.ndjson", make_command("implement", task_id="T-1"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent", "replay", str(commands), "--workspace", str(ws), "--scripted-dir",
-         str(scripted), "--test-command", f"{sys.executable} {tmp_path / 'gate.py'} {gate}",
+         str(scripted), "--test-command", f"{sys.executable} {ws / 'gate.py'} {gate}",
          "--heartbeat-interval", "0.3", "--status-every", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     try:

@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agent.skills.cli import add_parser as add_skills_parser
 
     add_skills_parser(sub)
+    from agent.sandbox.cli import add_sandbox_parser
+
+    add_sandbox_parser(sub)
     try:
         from agent.plans.cli import add_plan_parser
     except ImportError:  # the plan runtime is optional for the stdio spine

@@ -88,6 +88,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="plan wall-time limit")
     g.add_argument("--plan-memory-mb", type=int_in(8, 65536), default=64, metavar="MB",
                    help="plan Lua memory limit in MB")
+    g.add_argument("--unsandboxed-commands", action="store_true",
+                   help="where no OS sandbox exists (see `luallm-agent sandbox`), run tools.run and the test "
+                        "command without one instead of refusing them (env LUALLM_AGENT_UNSANDBOXED_COMMANDS=1)")
     g.add_argument("--skills-home", metavar="DIR",
                    help="agent home whose promoted skills (skills/allowed/) plans may call as skills.NAME "
                         "(env LUALLM_AGENT_SKILLS_HOME; default: off)")
@@ -224,6 +227,10 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
 
             redactor = Redactor()  # the agent's own: it learns each command's input secrets
             client = RecordingModel(client, args.record, redactor)
+    if args.unsandboxed_commands:
+        from agent.sandbox import configure
+
+        configure(unsandboxed_commands=True)
     from agent.plans.limits import PlanLimits
 
     extra_allow = tuple(c.strip() for c in args.plan_run_allow.split(",") if c.strip())

@@ -61,6 +61,9 @@ def _role(args: argparse.Namespace) -> str:
 def cmd_stdio(args: argparse.Namespace) -> int:
     role = _role(args)
     config = settings_from(args, role)
+    from agent.sandbox.confine import make_undumpable
+
+    make_undumpable()  # API keys in our environment stay out of reach of the commands we run
     config.drain = args.drain or _stdin_is_regular_file()
     for warning in startup_warnings(args):
         sys.stderr.write(f"luallm-agent: warning: {warning}\n")

@@ -4,6 +4,11 @@ The command line is split on `|`, `;`, `&&`, `||` outside quotes; each segment's
 be on the allow-list. `$(`, backticks, newlines, redirections, background `&` and subshells are
 refused. No shell runs: pipelines are wired with pipes here, so `$VAR` is literal and only `*?[`
 words are expanded (as paths under the workspace root, like a shell glob with `cd` to the root).
+
+These checks are a first filter, not the boundary: an allowed program can start another (`sort
+--compress-program=sh`) or follow a link out. Every process runs inside the OS sandbox
+(`agent.sandbox.CommandBox`): it may write only the workspace and a private /tmp, read no secret,
+reach no network, and it dies with its box — at the timeout, or when the agent goes.
 """
 
 from __future__ import annotations
@@ -11,17 +16,17 @@ from __future__ import annotations
 import glob as globmod
 import os
 import shlex
-import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import SandboxUnavailable
 from agent.redact import is_secret_key
 
-__all__ = ["CommandRejected", "Segment", "parse_command", "run_command", "scrubbed_env"]
+__all__ = ["CommandRejected", "Segment", "parse_command", "run_command", "run_for_plan", "scrubbed_env"]
 
 _OPERATORS = ("&&", "||", "|", ";")
 _FORBIDDEN_CHARS = {"<": "redirection '<'", ">": "redirection '>'", "&": "background '&'",
@@ -172,27 +177,23 @@ def _read_capped(fh: Any, cap: int) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > cap
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def run_command(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float,
+                output_cap: int) -> dict[str, Any]:
+    """Run a validated command line under `root`, inside the OS sandbox; exit code, capped output, flags.
 
-
-def run_command(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float, output_cap: int,
-                on_spawn: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Run a validated command line under `root`; returns exit code, capped output and flags.
-
-    Each process gets its own process group so a timeout kills everything it started;
-    `on_spawn(pgid)` lets the caller tell the parent, which kills the groups if it kills us.
+    All processes of one call share a `CommandBox` (one private /tmp); at the timeout, or when
+    the call ends, everything they started is killed. Raises CommandRejected, SandboxUnavailable.
     """
+    from agent.sandbox.spawn import CommandBox, wait_for
+
     segments = parse_command(cmd, allow)
     check_arguments(segments, root)
     env = scrubbed_env()
     deadline = time.monotonic() + max(0.0, timeout_s)
     exit_code = 0
     timed_out = False
-    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f, \
+            CommandBox(root, what="tools.run") as box:
         i = 0
         while i < len(segments):
             pipeline = [segments[i]]
@@ -204,40 +205,39 @@ def run_command(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float, 
                 continue
             procs: list[subprocess.Popen[bytes]] = []
             prev_out: Any = subprocess.DEVNULL
-            try:
-                for k, seg in enumerate(pipeline):
-                    last = k == len(pipeline) - 1
-                    proc = subprocess.Popen(
-                        _expand(seg, root), cwd=root, env=env, stdin=prev_out,
-                        stdout=out_f if last else subprocess.PIPE, stderr=err_f,
-                        start_new_session=True, close_fds=True)
-                    if on_spawn:
-                        on_spawn(proc.pid)
-                    if prev_out is not subprocess.DEVNULL:
-                        prev_out.close()  # the child holds its own copy now
-                    prev_out = proc.stdout if not last else None
-                    procs.append(proc)
-            except OSError as exc:
-                for p in procs:
-                    _kill_group(p)
-                err_f.write(f"{seg.argv[0]}: {exc.strerror or exc}\n".encode())
-                exit_code = 127
-                continue
+            for k, seg in enumerate(pipeline):
+                last = k == len(pipeline) - 1
+                proc = box.popen(_expand(seg, root), env=env, stdin=prev_out,
+                                 stdout=out_f if last else subprocess.PIPE, stderr=err_f)
+                if prev_out is not subprocess.DEVNULL:
+                    prev_out.close()  # the child holds its own copy now
+                prev_out = proc.stdout if not last else None
+                procs.append(proc)
             for p in procs:
-                left = deadline - time.monotonic()
-                try:
-                    p.wait(timeout=max(0.0, left))
-                except subprocess.TimeoutExpired:
+                if not wait_for(p, deadline - time.monotonic()):
                     timed_out = True
                     break
             if timed_out:
-                for p in procs:
-                    _kill_group(p)
-                    p.wait()
+                box.kill()
                 exit_code = -9
                 break
             exit_code = procs[-1].returncode
+        box.close()
         stdout, out_trunc = _read_capped(out_f, output_cap)
         stderr, err_trunc = _read_capped(err_f, output_cap)
     return {"exit_code": exit_code, "stdout": stdout, "stderr": stderr, "timed_out": timed_out,
             "truncated": out_trunc or err_trunc}
+
+
+def run_for_plan(cmd: str, *, root: str, allow: Iterable[str], timeout_s: float) -> dict[str, Any]:
+    """`tools.run` on the agent's side: the result, or `{error, code}` for the plan."""
+    from agent.plans.limits import RUN_OUTPUT_BYTES
+
+    try:
+        return run_command(cmd, root=root, allow=allow, timeout_s=timeout_s, output_cap=RUN_OUTPUT_BYTES)
+    except CommandRejected as exc:
+        return {"error": str(exc), "code": "command_rejected"}
+    except SandboxUnavailable as exc:
+        return {"error": exc.message, "code": exc.code}
+    except OSError as exc:
+        return {"error": f"run: {exc.strerror or exc}", "code": "os_error"}

@@ -1,8 +1,9 @@
 """Parent side of plan workers: spawn (never fork the threaded agent), keep one warm, kill.
 
 A worker is `python -m agent.plans.worker` started with `subprocess` (fork+exec in C, safe in a
-multi-threaded process) in its own session, so killing its process group also kills what it
-started. One warm worker waits with lupa imported; each plan takes it and a fresh one is spawned
+multi-threaded process) in its own session, holding the read end of a lifeline whose write end
+only this process keeps: when the agent dies, even by SIGKILL, the worker gets SIGIO and dies too.
+One warm worker waits with lupa imported; each plan takes it and a fresh one is spawned
 after the plan, so no state survives from one plan to the next.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from agent.plans.commands import scrubbed_env
 from agent.plans.protocol import FrameReader, encode, write_all
+from agent.sandbox.lifeline import ENV_FD, Lifeline
 
 __all__ = ["Worker", "WorkerPool", "POOL", "shutdown_workers", "prewarm"]
 
@@ -37,14 +39,21 @@ class Worker:
     """One worker process and its pipes."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent.plans.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None, env=_worker_env(), start_new_session=True, close_fds=True)
+        self.lifeline = Lifeline()
+        env = _worker_env()
+        env[ENV_FD] = str(self.lifeline.child_fd)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "agent.plans.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=None, env=env, start_new_session=True, close_fds=True, pass_fds=(self.lifeline.child_fd,))
+        except BaseException:
+            self.lifeline.cut()
+            raise
+        self.lifeline.close_child_end()
         assert self.proc.stdin is not None and self.proc.stdout is not None
         os.set_blocking(self.proc.stdin.fileno(), False)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.reader = FrameReader(self.proc.stdout.fileno())
-        self.child_groups: set[int] = set()   # process groups of commands the worker started
 
     @property
     def pid(self) -> int:
@@ -61,12 +70,12 @@ class Worker:
         return self.reader.read(deadline)
 
     def kill(self) -> None:
-        """SIGKILL the worker's group and the groups of commands it started; reap it."""
-        for pgid in (self.proc.pid, *self.child_groups):
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        """SIGKILL the worker's group; reap it."""
+        self.lifeline.cut()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:

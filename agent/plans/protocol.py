@@ -1,8 +1,9 @@
 """The pipe protocol between the agent and a plan worker: one JSON object per line (NDJSON).
 
 It runs over the worker's own stdin/stdout pipes, never over the agent's stdout. Parent → worker:
-one request, then replies to `llm` requests. Worker → parent: `ready`, `tool_call`, `spawned`,
-`progress`, `log`, `llm`, and finally `done`.
+one request, then replies to `llm`, `run` and `test` requests. Worker → parent: `ready`,
+`tool_call`, `progress`, `log`, `llm`, `run` (a `tools.run` command, executed by the parent inside
+the OS boundary), `test` (the configured test command), and finally `done`.
 """
 
 from __future__ import annotations

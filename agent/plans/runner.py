@@ -7,6 +7,7 @@ arrive, so a killed plan still leaves its trail. Every run is written to a recor
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 from agent.audit import AuditLog
 from agent.clock import utc_now
 from agent.errors import ALL_CODES, AgentError, PlanError, PlanRuntimeError, PlanTimeout
+from agent.plans.commands import run_for_plan
 from agent.plans.limits import PlanLimits
 from agent.plans.lint import check_plan
 from agent.plans.pool import POOL, Worker
@@ -36,6 +38,7 @@ class PlanHost(Protocol):
     def call_llm(self, prompt: str, opts: dict[str, Any]) -> str: ...
     def progress(self, message: str) -> None: ...
     def log(self, message: str) -> None: ...
+    # Optional: `run_tests(timeout_s) -> tests payload` lets a builder plan call `tools.test()`.
 
 
 @dataclass
@@ -102,6 +105,9 @@ class _Run:
     # -- worker conversation --------------------------------------------------------------------
     def execute(self, request: dict[str, Any], wall: float) -> None:
         hard_deadline = self.t0 + wall
+        # CLOCK_MONOTONIC is shared by all processes: the worker stops itself (with the plan's
+        # line) before this deadline even when it was spawned or confined late.
+        request["hard_deadline_mono"] = hard_deadline
         worker, generation = POOL.acquire()
         killed = False
         try:
@@ -142,8 +148,13 @@ class _Run:
         kind = msg.get("type")
         if kind == "tool_call":
             self._tool_call(msg.get("record") or {}, msg.get("artifacts") or [])
-        elif kind == "spawned":
-            worker.child_groups.add(int(msg["pgid"]))
+        elif kind == "run":
+            left = max(0.0, deadline - time.monotonic() - 0.05)
+            worker.send(run_for_plan(str(msg.get("cmd", "")), root=str(self.ws.root), allow=self.limits.run_allow,
+                                     timeout_s=min(_seconds(msg.get("timeout_s")), left)), deadline)
+        elif kind == "test":
+            left = max(0.0, deadline - time.monotonic() - 0.05)
+            worker.send(self._run_tests(min(_seconds(msg.get("timeout_s")), left)), deadline)
         elif kind in ("progress", "log"):
             text = self.redactor.text(str(msg.get("message", "")))
             self.events.append({"type": kind, "message": text})
@@ -158,6 +169,15 @@ class _Run:
             self._audit(str(msg["event"]), **{str(k): v for k, v in fields.items() if k not in ("event", "run_id")})
         elif kind == "llm":
             worker.send(self._call_llm(str(msg.get("prompt", "")), msg.get("opts") or {}), deadline)
+
+    def _run_tests(self, timeout_s: float) -> dict[str, Any]:
+        runner = getattr(self.host, "run_tests", None)
+        if runner is None:
+            return {"error": "no test command configured for this plan", "code": "not_configured"}
+        try:
+            return dict(runner(timeout_s))
+        except AgentError as exc:
+            return {"error": exc.message, "code": exc.code}
 
     def _call_llm(self, prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
         if self.host is None:
@@ -211,6 +231,10 @@ class _Run:
             return None
 
 
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and value == value and value >= 0 else 0.0
+
+
 def _wall(limits: PlanLimits, deadline: float | None) -> float:
     wall = float(limits.wall_s)
     if deadline is not None:
@@ -218,6 +242,17 @@ def _wall(limits: PlanLimits, deadline: float | None) -> float:
     if wall <= 0:
         raise PlanTimeout("the command deadline has already passed", wall_s=0)
     return wall
+
+
+def _worker_sandbox(workspace: Workspace, limits: PlanLimits) -> dict[str, Any] | None:
+    """The OS boundary the worker applies to itself (see `agent.sandbox.plan_worker`); promoted
+    skills (read-only) are the one thing outside the workspace a plan's worker may read besides
+    the interpreter."""
+    from agent.sandbox.plan_worker import worker_policy
+
+    extra = (os.path.realpath(limits.skills_home),) if limits.skills_home else ()
+    policy = worker_policy(str(workspace.root), extra_read=extra)
+    return None if policy is None else policy.to_dict()
 
 
 def _finish(run: _Run, source: Any, context: Any, pre_error: PlanError | None = None) -> PlanOutcome:
@@ -257,7 +292,7 @@ def run_plan(source: str, context: dict[str, Any], *, workspace: Workspace, limi
     ctx.pop("tools", None)
     run.execute({"kind": "plan", "source": source, "context": ctx, "limits": limits.to_dict(),
                  "wall_s": wall, "workspace": str(workspace.root), "run_id": run.run_id,
-                 "secret_values": workspace.secret_values()}, wall)
+                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall)
     return _finish(run, source, context)
 
 
@@ -277,7 +312,7 @@ def run_actions(actions: list[dict[str, Any]], *, workspace: Workspace, limits: 
         return _finish(run, actions, None, exc)
     run.execute({"kind": "actions", "actions": actions, "limits": limits.to_dict(), "wall_s": wall,
                  "workspace": str(workspace.root), "run_id": run.run_id,
-                 "secret_values": workspace.secret_values()}, wall)
+                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall)
     return _finish(run, actions, None)
 
 

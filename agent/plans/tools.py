@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from agent.errors import AgentError
 from agent.pathpolicy import MODEL
-from agent.plans.commands import CommandRejected, run_command
-from agent.plans.limits import RUN_OUTPUT_BYTES, PlanLimits
+from agent.plans.commands import CommandRejected, check_arguments, parse_command
+from agent.plans.limits import PlanLimits
 from agent.workspace import Workspace
 
 __all__ = [
@@ -78,6 +78,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ToolSpec("run", "tools.run(cmd, {timeout_ms?}) -> {exit_code, stdout, stderr, timed_out, truncated} | {error}",
              "Run an allow-listed command in the workspace root (no shell; | ; && || allowed).",
              ("cmd",), ("timeout_ms",), {"command": "cmd"}, ("cmd",)),
+    ToolSpec("test", "tools.test() -> {status, summary, passed?, failed?, total?, exit_code, output_tail} | {error}",
+             "Run the configured test command (inside the OS sandbox; output tail only) to check your work.",
+             (), (), {}, ()),
     ToolSpec("call_llm", "tools.call_llm(prompt, {options}) -> string | {error}",
              "Ask the model a nested question; counts against the plan's model-call budget.",
              ("prompt",), (), {}, ("prompt",), open_options=True),
@@ -142,7 +145,8 @@ class ToolBridge(Protocol):
     def call_llm(self, prompt: str, opts: dict[str, Any]) -> str: ...
     def progress(self, message: str) -> None: ...
     def log(self, message: str) -> None: ...
-    def spawned(self, pgid: int) -> None: ...
+    def run_command(self, cmd: str, timeout_s: float) -> dict[str, Any]: ...
+    def run_tests(self, timeout_s: float) -> dict[str, Any]: ...
 
 
 def _text(value: Any, what: str) -> str:
@@ -531,11 +535,14 @@ class ToolBox:
         wanted = _int(timeout_ms, "timeout_ms", self.limits.run_timeout_ms) or self.limits.run_timeout_ms
         timeout_s = min(wanted, self.limits.run_timeout_ms) / 1000.0
         timeout_s = min(timeout_s, max(0.0, self._time_left()))
-        try:
-            return run_command(command, root=str(self.ws.root), allow=self.limits.run_allow,
-                               timeout_s=timeout_s, output_cap=RUN_OUTPUT_BYTES, on_spawn=self.bridge.spawned)
+        try:  # a first check here for a quick answer; the agent checks again and runs it confined
+            check_arguments(parse_command(command, self.limits.run_allow), str(self.ws.root))
         except CommandRejected as exc:
             raise ToolError(str(exc), "command_rejected") from None
+        return _reply(self.bridge.run_command(command, timeout_s))
+
+    def _t_test(self) -> dict[str, Any]:
+        return _reply(self.bridge.run_tests(max(0.0, self._time_left())))
 
     def _t_call_llm(self, prompt: Any, **opts: Any) -> str:
         text = _text(prompt, "prompt")
@@ -556,6 +563,13 @@ class ToolBox:
     def _t_log(self, message: Any) -> bool:
         self.bridge.log(_message(message))
         return True
+
+
+def _reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """A result from the agent, or its `{error, code}` as a ToolError."""
+    if "error" in reply:
+        raise ToolError(str(reply["error"]), str(reply.get("code") or "tool_error"))
+    return reply
 
 
 def _message(value: Any) -> str:

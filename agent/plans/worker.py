@@ -3,7 +3,9 @@
 Started by `agent.plans.pool` as `python -m agent.plans.worker` and kept warm (lupa imported)
 until a request arrives on stdin. Frames go to the parent on the original stdout pipe; fd 1 is
 then pointed at stderr so nothing else (a C library, a stray print) can corrupt the protocol.
-Resource limits are applied once the request says how large they must be.
+Resource limits and the OS boundary (`agent.sandbox`: Landlock read-only outside the workspace,
+no exec, no sockets) are applied once the request says how large and where; the worker dies by
+SIGIO the moment the agent's end of its lifeline closes (`agent.sandbox.lifeline`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from agent.plans.limits import PlanLimits
 from agent.plans.protocol import encode
 from agent.plans.sandbox import PlanFailure, PlanRun, execute_plan
 from agent.plans.tools import ToolBox, ToolError, ToolFatal, canonical_tool
+from agent.sandbox.confine import confine_worker  # imported while warm: confining is then ~1 ms
+from agent.sandbox.lifeline import ENV_FD, arm_sigio
+from agent.sandbox.policy import Policy
 from agent.workspace import Workspace
 
 __all__ = ["main", "apply_rlimits", "soft_wall"]
@@ -96,8 +101,22 @@ class _Parent:
     def log(self, message: str) -> None:
         self.send({"type": "log", "message": message})
 
-    def spawned(self, pgid: int) -> None:
-        self.send({"type": "spawned", "pgid": pgid})
+    def _ask(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.send(msg)
+        line = self.inp.readline()
+        if not line:
+            raise ToolError("the agent closed the plan channel", "shutting_down")
+        reply = orjson.loads(line)
+        if not isinstance(reply, dict):
+            raise ToolError("bad reply from the agent", "internal_error")
+        return reply
+
+    def run_command(self, cmd: str, timeout_s: float) -> dict[str, Any]:
+        """Commands run in the agent, inside the OS boundary: this process may execute nothing."""
+        return self._ask({"type": "run", "cmd": cmd, "timeout_s": timeout_s})
+
+    def run_tests(self, timeout_s: float) -> dict[str, Any]:
+        return self._ask({"type": "test", "timeout_s": timeout_s})
 
     def audit(self, event: str, fields: dict[str, Any]) -> None:
         """An audit entry the parent writes (skills' file_read/file_write/sandbox_violation)."""
@@ -128,12 +147,31 @@ def _run_actions(actions: list[dict[str, Any]], toolbox: ToolBox) -> list[dict[s
     return results
 
 
+def _confine(sandbox: Any) -> dict[str, Any] | None:
+    """Apply the OS boundary the agent asked for; a `done` error frame if it cannot be (fail closed)."""
+    if not sandbox:
+        return None
+    try:
+        confine_worker(Policy.from_dict(sandbox))
+    except (OSError, ValueError, TypeError) as exc:
+        return {"type": "done", "ok": False, "error": {
+            "code": "plan_runtime_error", "details": {},
+            "message": f"the plan worker could not enter its OS sandbox: {exc}"}}
+    return None
+
+
 def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
     """Run one request and return the `done` frame."""
     limits = PlanLimits.from_dict(request.get("limits") or {})
     wall = float(request.get("wall_s", limits.wall_s))
-    apply_rlimits(limits, wall)
     soft_deadline = time.monotonic() + soft_wall(wall)
+    hard = request.get("hard_deadline_mono")
+    if isinstance(hard, int | float):
+        soft_deadline = min(soft_deadline, float(hard) - (wall - soft_wall(wall)))
+    apply_rlimits(limits, wall)
+    refused = _confine(request.get("sandbox"))
+    if refused is not None:
+        return refused
     # The worker's environment is scrubbed, so the secrets its writes must refuse come in the request.
     workspace = Workspace(request["workspace"], secret_values=tuple(request.get("secret_values") or ()))
     sent = 0
@@ -184,6 +222,9 @@ def serve(request: dict[str, Any], parent: _Parent) -> dict[str, Any]:
 
 
 def main() -> int:
+    lifeline = os.environ.pop(ENV_FD, "")
+    if lifeline.isdigit():
+        arm_sigio(int(lifeline))
     proto = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     # A write past RLIMIT_FSIZE should fail with EFBIG, not kill the worker (children reset this).

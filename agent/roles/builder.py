@@ -42,6 +42,10 @@ def handle(ctx: CommandContext) -> Outcome:
                                                    or "(no review or spec notes found)"))
     listing = ctx.workspace.listing(200)
     parts.append("## Workspace files\n" + "\n".join(listing))
+    if ctx.settings.test_command:  # refuse before spending a model call on work we could not test
+        from agent.sandbox import ensure_commands_allowed
+
+        ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx), guard_answer=False),
                            messages_for(ctx, "\n".join(parts)))

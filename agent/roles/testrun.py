@@ -1,7 +1,9 @@
 """Running the configured test command for the builder and reading its real result.
 
 The builder never claims `pass` without running tests: no command configured is `not_run`.
-The process runs in its own session so shutdown can kill the whole group.
+The command runs inside the OS sandbox (`agent.sandbox.CommandBox`: the workspace is the only
+writable place, no network, private /tmp and $HOME); at the timeout, at shutdown, or when the agent
+dies, everything it started is killed. Output goes to a temp file and only its tail is read.
 """
 
 from __future__ import annotations
@@ -9,17 +11,21 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
+import tempfile
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.redact import is_secret_key
+from agent.plans.commands import scrubbed_env
 
-__all__ = ["run_tests", "kill_running_tests"]
+if TYPE_CHECKING:
+    from agent.sandbox.spawn import CommandBox
 
-_running: set[subprocess.Popen[bytes]] = set()
+__all__ = ["run_tests", "kill_running_tests", "OUTPUT_TAIL"]
+
+OUTPUT_TAIL = 1500
+_running: set[CommandBox] = set()
 _lock = threading.Lock()
 _SHELL_CHARS = set("|&;<>()$`*?[]{}~\"'\\")
 _PYTEST = re.compile(r"(\d+) (passed|failed|error|errors)\b")
@@ -29,12 +35,9 @@ _UNITTEST_FAILED = re.compile(r"FAILED \((.*?)\)")
 
 def kill_running_tests() -> None:
     with _lock:
-        procs = list(_running)
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        boxes = list(_running)
+    for box in boxes:
+        box.kill(grace_s=0.5)
 
 
 def _counts(output: str) -> dict[str, int]:
@@ -56,32 +59,35 @@ def _counts(output: str) -> dict[str, int]:
     return counts
 
 
+def _tail(fh: Any, n: int) -> bytes:
+    """The last `n` bytes of a file: a test command may print gigabytes, memory stays bounded."""
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - n))
+    return bytes(fh.read(n))
+
+
 def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]:
     """Run `command` in `cwd`; return the `tests` payload lorch reads."""
     if not command:
         return {"status": "not_run",
                 "summary": "no test command configured (set --test-command or LUALLM_AGENT_TEST_COMMAND)"}
+    from agent.sandbox.spawn import CommandBox, wait_for
+
     argv = ["/bin/sh", "-c", command] if any(c in _SHELL_CHARS for c in command) else shlex.split(command)
-    env = {k: v for k, v in os.environ.items() if not is_secret_key(k)}
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    except OSError as exc:
-        return {"status": "fail", "summary": f"test command could not start: {exc.strerror or exc}",
-                "command": command}
-    with _lock:
-        _running.add(proc)
-    try:
-        out, _ = proc.communicate(timeout=max(1.0, timeout_s))
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        timed_out = True
-    finally:
+    timed_out = False
+    with tempfile.TemporaryFile() as out_f, CommandBox(cwd, what="the test command") as box:
         with _lock:
-            _running.discard(proc)
+            _running.add(box)
+        try:
+            proc = box.popen(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, stdout=out_f,
+                             stderr=subprocess.STDOUT)
+            timed_out = not wait_for(proc, max(1.0, timeout_s))
+            box.kill()
+        finally:
+            with _lock:
+                _running.discard(box)
+        out = _tail(out_f, 64 * 1024)
     text = out.decode("utf-8", "replace")
     elapsed = round(time.monotonic() - started, 2)
     counts = _counts(text)
@@ -96,5 +102,5 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
                    else f"test command exited {proc.returncode}")
     result: dict[str, Any] = {"status": status, "summary": summary, **counts, "command": command,
                               "exit_code": proc.returncode, "duration_s": elapsed,
-                              "output_tail": text[-1500:]}
+                              "output_tail": text[-OUTPUT_TAIL:]}
     return result

@@ -20,7 +20,7 @@ from typing import IO, Any
 import orjson
 from lupa import lua54
 
-from agent.errors import AgentError, PathRejected
+from agent.errors import AgentError, PathRejected, SandboxUnavailable
 from agent.pathpolicy import MODEL
 from agent.plans.commands import CommandRejected, run_command
 from agent.plans.limits import RUN_OUTPUT_BYTES, PlanLimits
@@ -335,8 +335,11 @@ class SkillDispatcher:
         timeout_s = min(float(timeout_ms or self.limits.run_timeout_ms), self.limits.run_timeout_ms) / 1000.0
         timeout_s = min(timeout_s, max(0.0, self.toolbox.deadline - _monotonic()))
         try:
+            # Inside the OS sandbox like every command (agent.sandbox), killed with its tree.
             result = run_command(cmd, root=self.base_dir, allow=meta.commands, timeout_s=timeout_s,
-                                 output_cap=RUN_OUTPUT_BYTES, on_spawn=self.toolbox.bridge.spawned)
+                                 output_cap=RUN_OUTPUT_BYTES)
+        except SandboxUnavailable as exc:
+            raise self._violation(skill, exc.message, command=cmd) from None
         except CommandRejected as exc:
             raise self._violation(skill, f"command rejected: {exc}", command=cmd) from None
         self.audit("skill_exec", {"skill": skill, "command": cmd, "exit_code": result.get("exit_code")})

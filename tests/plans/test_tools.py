@@ -8,14 +8,22 @@ from typing import Any
 import pytest
 
 from agent.plans import PlanLimits, tools_catalog, tools_prompt_text
+from agent.plans.commands import run_for_plan
 from agent.plans.tools import TOOL_NAMES, ToolBox, ToolFatal
+
+# What the agent allows in these tests, as --plan-run-allow python3 does.
+ALLOW = (*PlanLimits().run_allow, "python3")
 
 
 class FakeBridge:
-    def __init__(self) -> None:
+    """The agent's side: commands run here (in this process, through the OS sandbox), not in the worker."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
         self.prompts: list[tuple[str, dict[str, Any]]] = []
         self.messages: list[tuple[str, str]] = []
-        self.groups: list[int] = []
+        self.commands: list[str] = []
+        self.test_runs = 0
 
     def call_llm(self, prompt: str, opts: dict[str, Any]) -> str:
         self.prompts.append((prompt, opts))
@@ -27,13 +35,18 @@ class FakeBridge:
     def log(self, message: str) -> None:
         self.messages.append(("log", message))
 
-    def spawned(self, pgid: int) -> None:
-        self.groups.append(pgid)
+    def run_command(self, cmd: str, timeout_s: float) -> dict[str, Any]:
+        self.commands.append(cmd)
+        return run_for_plan(cmd, root=self.root, allow=ALLOW, timeout_s=timeout_s)
+
+    def run_tests(self, timeout_s: float) -> dict[str, Any]:
+        self.test_runs += 1
+        return {"status": "pass", "summary": "1 passed", "exit_code": 0, "output_tail": "ok"}
 
 
 @pytest.fixture
-def bridge() -> FakeBridge:
-    return FakeBridge()
+def bridge(ws) -> FakeBridge:
+    return FakeBridge(str(ws.root))
 
 
 @pytest.fixture
@@ -41,7 +54,7 @@ def box(ws, bridge) -> ToolBox:
     return ToolBox(ws, PlanLimits(files_written=3, write_bytes=1000, read_bytes=10_000, tool_calls=100, llm_calls=2,
                                   llm_prompt_bytes=100, run_timeout_ms=5000,
                                   # an operator widening the allow-list, as --plan-run-allow does
-                                  run_allow=(*PlanLimits().run_allow, "python3")),
+                                  run_allow=ALLOW),
                    bridge, deadline=time.monotonic() + 30)
 
 
@@ -142,7 +155,11 @@ def test_grep_regex_literal_and_globs(box):
 def test_run_pipeline_and_cwd(box, bridge):
     res = box.call("run", [b"cat hello.txt | wc -l"])
     assert res["exit_code"] == 0 and res["stdout"].strip() == "3"
-    assert bridge.groups  # the parent learns the process groups it may have to kill
+    assert bridge.commands == ["cat hello.txt | wc -l"]  # run by the agent, not by the worker
+
+
+def test_test_tool_asks_the_agent_and_returns_its_result(box, bridge):
+    assert box.call("test", [])["status"] == "pass" and bridge.test_runs == 1
 
 
 def test_run_sequencing_operators(box):
