@@ -62,9 +62,14 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt-budget", type=_positive_int, default=256 * 1024, help="total prompt file bytes")
     p.add_argument("--file-budget", type=_positive_int, default=32 * 1024, help="per-file prompt bytes")
     p.add_argument("--max-repairs", type=int, default=2, help="times an invalid answer is sent back (default 2)")
-    p.add_argument("--answers", choices=("plan", "json"), default="plan",
-                   help="plan: prefer Lua plans (default); json: ask for the JSON answer and send its schema "
-                        "as response_format where the provider supports it")
+    p.add_argument("--answers", choices=("auto", "plan", "json"), default="auto",
+                   help="auto (default): per model and server (grammar-constrained Lua plan for the builder when "
+                        "the server takes a GBNF grammar, else the JSON answer with its schema as response_format); "
+                        "plan: prefer Lua plans; json: the JSON answer with its schema as response_format")
+    p.add_argument("--max-review-rounds", type=_positive_int, default=4,
+                   help="review rounds on one task before the reviewer ends lorch's review loop (default 4)")
+    p.add_argument("--max-spec-rounds", type=_positive_int, default=4,
+                   help="update_spec rounds on one task before the spec maintainer ends the loop (default 4)")
     p.add_argument("--max-tokens", type=int, default=4096,
                    help="max_tokens sent with each model request (0: not sent; default 4096)")
     p.add_argument("--model-timeout", type=_positive_float, default=120.0,
@@ -158,7 +163,8 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
         test_command=args.test_command or _env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or _env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=max(0, args.max_repairs),
-        prefer_plans=args.answers == "plan", plan_limits=limits, max_tokens=args.max_tokens or None)
+        answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens or None,
+        max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds)
     interval = args.heartbeat_interval
     if interval is None:
         raw = _env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

@@ -108,8 +108,9 @@ class AgentProcess:
 _PASSED_THROUGH = [("--answers", "answers"), ("--max-tokens", "max_tokens"), ("--model-timeout", "model_timeout"),
                    ("--prompt-budget", "prompt_budget"), ("--file-budget", "file_budget"),
                    ("--max-repairs", "max_repairs"), ("--plan-wall-s", "plan_wall_s"),
-                   ("--plan-memory-mb", "plan_memory_mb"), ("--plan-run-allow", "plan_run_allow")]
-_DEFAULTS: dict[str, object] = {"answers": "plan", "plan_run_allow": ""}
+                   ("--plan-memory-mb", "plan_memory_mb"), ("--plan-run-allow", "plan_run_allow"),
+                   ("--max-review-rounds", "max_review_rounds"), ("--max-spec-rounds", "max_spec_rounds")]
+_DEFAULTS: dict[str, object] = {"answers": "auto", "plan_run_allow": ""}
 
 
 def _agent_argv(role: str, args: argparse.Namespace, workspace: str) -> list[str]:

@@ -31,9 +31,17 @@ class RoleSettings:
     budget: PromptBudget = field(default_factory=PromptBudget)
     max_repairs: int = 2
     max_tool_rounds: int = 3
-    prefer_plans: bool = True
+    answers: str = "auto"  # --answers: auto | plan | json (agent.roles.answer_form)
     max_tokens: int | None = 4096  # sent with every request: a small model otherwise runs to the server's cap
     plan_limits: Any = None  # agent.plans.PlanLimits, imported lazily
+    max_review_rounds: int = 4  # review rounds on one task before the agent ends lorch's loop
+    max_spec_rounds: int = 4    # update_spec rounds on one task, likewise
+    context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
+
+    @property
+    def prefer_plans(self) -> bool:
+        """Whether Lua plans may be asked for (so the plan runtime is worth warming up)."""
+        return self.answers != "json"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from agent.answers import AnswerSpec, obtain_answer
 from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.prompting import messages_for, quote_files, quote_json, report_cuts
+from agent.roles.prompting import quote_files, quote_json, report_cuts
 from agent.workspace import sanitize_id
 
 __all__ = ["handle"]
@@ -66,7 +66,7 @@ def handle(ctx: CommandContext) -> Outcome:
             raise PlanFileMissing(f"plan_file {plan!r} does not exist in the workspace; candidates: "
                                   + ", ".join(paths[:20]), plan_file=plan)
 
-    answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check), messages_for(ctx, "\n".join(parts)))
+    answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check), "\n".join(parts))
     data = answer.data
     cuts = report_cuts(ctx, budget)
     if data.get("needs_clarification") and data.get("questions"):

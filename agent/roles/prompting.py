@@ -9,13 +9,15 @@ from typing import Any
 
 import orjson
 
+from agent.errors import AgentError
 from agent.prompt import PromptBuilder
 from agent.protocol import SCHEMA_DIR
 from agent.roles.context import CommandContext
 
-__all__ = ["system_prompt", "messages_for", "quote_files", "quote_feedback", "quote_json", "report_cuts"]
+__all__ = ["system_prompt", "compact_schema", "worked_example", "messages_for", "quote_files", "read_project_text", "number_lines", "quote_feedback", "quote_json", "report_cuts"]
 
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
+_EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
 @functools.cache
@@ -24,41 +26,88 @@ def _text(name: str) -> str:
 
 
 @functools.cache
-def system_prompt(role: str) -> str:
-    from agent.answers import plan_tools_for
-    from agent.plans import tools_prompt_text
-
+def compact_schema(role: str) -> str:
+    """The role's answer schema without its bookkeeping keys, as one compact JSON line."""
     schema = json.loads((SCHEMA_DIR / "answers" / f"{role}.json").read_text())
-    common = _text("common.txt").replace("{tools}", tools_prompt_text(plan_tools_for(role)))
-    common = common.replace("{schema}", json.dumps(schema, indent=1, sort_keys=True))
-    return f"{common}\n{_text(role + '.txt')}"
+    for key in ("$schema", "$id", "title", "description"):
+        schema.pop(key, None)
+    reasoning = schema.get("properties", {}).get("reasoning")
+    if isinstance(reasoning, dict):
+        reasoning.pop("description", None)
+    return json.dumps(schema, separators=(",", ":"))
 
 
-_JSON_ONLY = ("\nThis agent is configured for JSON answers: reply with the JSON answer (form 2) only, "
-              "no Lua plan and no action list.\n")
+@functools.cache
+def worked_example(role: str, action: str, form: str) -> str:
+    """The role's worked example for `action` in the form's language (data in roles/examples/)."""
+    stem = f"{role}.{action}"
+    data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
+    if form in ("plan", "grammar"):
+        body = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
+    else:
+        body = json.dumps(data["answer"], ensure_ascii=False)
+    return (f"Worked example (another task, only to show the form):\n{data['task'].rstrip()}\n"
+            f"Answer:\n{body}\n")
 
 
-def messages_for(ctx: CommandContext, user: str) -> list[dict[str, str]]:
-    system = system_prompt(ctx.role) + ("" if ctx.settings.prefer_plans else _JSON_ONLY)
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+@functools.cache
+def system_prompt(role: str, action: str | None = None, form: str = "plan") -> str:
+    """The fixed part of a role's first prompt: who it is, how to answer, a worked example, its rules."""
+    from agent.answers import plan_tools_for
+
+    parts = [_text("common.txt")]
+    template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role))
+    if "{tools}" in template:
+        from agent.plans import tools_prompt_text
+
+        template = template.replace("{tools}", tools_prompt_text(plan_tools_for(role)))
+    parts.append(template)
+    if action is not None and (_EXAMPLES / f"{role}.{action}.json").is_file():
+        parts.append(worked_example(role, action, form))
+    parts.append(_text(role + ".txt"))
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def messages_for(ctx: CommandContext, user: str, form: str = "plan") -> list[dict[str, str]]:
+    return [{"role": "system", "content": system_prompt(ctx.role, ctx.cmd.action, form)},
+            {"role": "user", "content": user}]
 
 
 def quote_json(title: str, value: Any) -> str:
     return f"## {title}\n```json\n{orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()}\n```\n"
 
 
-def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str]) -> str:
-    """File sections for the existing, workspace-safe paths among `paths` (budgeted)."""
+def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str], *, numbered: bool = False) -> str:
+    """File sections for the existing, workspace-safe paths among `paths` (budgeted).
+
+    `numbered` prefixes each line with its number (`  7| ...`), so a reviewer can cite real lines;
+    the builder gets the plain text, which it copies into `edits`.
+    """
     out = []
     for rel in paths:
-        if not isinstance(rel, str) or not ctx.workspace.exists(rel):
+        text = read_project_text(ctx, rel)
+        if text is None:
             continue
-        try:
-            text = ctx.workspace.read_text(rel, max_bytes=4 * 1024 * 1024)
-        except (OSError, ValueError):
-            continue
-        out.append(builder.file(rel, text))
+        out.append(builder.file(rel, number_lines(text) if numbered else text))
     return "\n".join(out)
+
+
+def read_project_text(ctx: CommandContext, rel: str, max_bytes: int = 4 * 1024 * 1024) -> str | None:
+    """A workspace file's text, or None when it is missing, unsafe, not a file or not UTF-8."""
+    if not isinstance(rel, str):
+        return None
+    try:
+        if not ctx.workspace.resolve(rel).is_file():
+            return None
+        return ctx.workspace.read_text(rel, max_bytes=max_bytes)
+    except (AgentError, OSError, ValueError):
+        return None
+
+
+def number_lines(text: str) -> str:
+    lines = text.splitlines()
+    width = max(3, len(str(len(lines))))
+    return "\n".join(f"{n:>{width}}| {line}" for n, line in enumerate(lines, 1))
 
 
 _VOLATILE = ("created_at",)
