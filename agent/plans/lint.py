@@ -338,13 +338,33 @@ _BACKSLASH_PATTERN = re.compile(r"\\[().\[\]+\-*?^$%dswDSW]")
 _PATTERN_FUNCS = frozenset({"find", "match", "gmatch", "gsub"})
 
 
+def _closing(toks: list[Token], i: int, opening: str, closing: str) -> int:
+    """Index of the token closing the bracket opened at i (len(toks) when unbalanced)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].kind == "op" and toks[j].value == opening:
+            depth += 1
+        elif toks[j].kind == "op" and toks[j].value == closing:
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks)
+
+
 def _python_list_literal(toks: list[Token]) -> bool:
+    """A `[` where Lua expects an expression (not `t[k]`, not a `[k] = v` key in a constructor)."""
     for i, tok in enumerate(toks):
-        if tok.kind == "op" and tok.value == "[":
-            prev = toks[i - 1] if i else None
-            if prev is None or (prev.kind == "op" and prev.value in ("=", "(", ",", "{", "==", "..")) \
-                    or (prev.kind == "keyword" and prev.value in ("return", "in", "and", "or", "not")):
-                return True
+        if tok.kind != "op" or tok.value != "[":
+            continue
+        prev = toks[i - 1] if i else None
+        if prev is not None and prev.kind == "op" and prev.value in ("{", ",", ";"):
+            end = _closing(toks, i, "[", "]")
+            if end + 1 < len(toks) and toks[end + 1].kind == "op" and toks[end + 1].value == "=":
+                continue  # {["key"] = value}
+            return True
+        if prev is None or (prev.kind == "op" and prev.value in ("=", "(", "==", "..")) \
+                or (prev.kind == "keyword" and prev.value in ("return", "in", "and", "or", "not")):
+            return True
     return False
 
 
@@ -355,14 +375,16 @@ def _python_dict_literal(toks: list[Token]) -> bool:
 
 
 def _backslash_pattern(toks: list[Token]) -> bool:
-    """A pattern argument of string.find/match/gmatch/gsub (or s:find(...)) written with backslashes."""
+    """A string argument of string.find/match/gmatch/gsub (or s:find(...)) written with backslashes."""
     for i, tok in enumerate(toks):
         if tok.kind != "name" or tok.value not in _PATTERN_FUNCS or i == 0:
             continue
         if not (toks[i - 1].kind == "op" and toks[i - 1].value in (".", ":")):
             continue
-        window = toks[i + 1:i + 8]
-        if any(t.kind == "string" and _BACKSLASH_PATTERN.search(t.value) for t in window):
+        if i + 1 >= len(toks) or not (toks[i + 1].kind == "op" and toks[i + 1].value == "("):
+            continue
+        args = toks[i + 2:_closing(toks, i + 1, "(", ")")]
+        if any(t.kind == "string" and _BACKSLASH_PATTERN.search(t.value) for t in args):
             return True
     return False
 

@@ -60,6 +60,7 @@ class ModelHints:
     model: str | None = None
     answers: str | None = None
     avoid: frozenset[str] = frozenset()
+    json_schema: bool | None = None  # False when the config says the server takes no response_format
 
 
 def json_form(reason: str, schema: bool = True) -> AnswerForm:
@@ -78,9 +79,10 @@ def _layers(client: Any) -> list[Any]:
 def capabilities_of(client: ModelClient | None) -> Any | None:
     """The model layer's `Capabilities` (streaming, json_schema, grammar, server) or None when unknown.
 
-    Probed at most once per underlying client and process; a failing probe counts as unknown.
+    Probed at most once per underlying client and process (the innermost layer that can tell: the
+    per-command wrappers come and go); a failing probe counts as unknown.
     """
-    for layer in _layers(client):
+    for layer in reversed(_layers(client)):
         probe = getattr(layer, "capabilities", None)
         if not callable(probe):
             continue
@@ -109,10 +111,11 @@ def _note_hints(text: str | None) -> tuple[str | None, frozenset[str]]:
     return answers, frozenset("plan" if a == "lua" else a for a in avoid)
 
 
-def _merge(model: str | None, parts: list[tuple[str | None, frozenset[str]]]) -> ModelHints:
+def _merge(model: str | None, parts: list[tuple[str | None, frozenset[str]]],
+           json_schema: bool | None = None) -> ModelHints:
     answers = next((a for a, _ in parts if a), None)
     avoid: frozenset[str] = frozenset().union(*(v for _, v in parts)) if parts else frozenset()
-    return ModelHints(model, answers, avoid)
+    return ModelHints(model, answers, avoid, json_schema)
 
 
 def _luallm_note(cli: Any, model: str) -> str | None:
@@ -136,7 +139,7 @@ def _routing_hints(router: Any, role: str, task_type: str) -> ModelHints:
               frozenset()), _note_hints(provider.notes)]
     if isinstance(provider, LuallmProvider):
         parts.append(_note_hints(_luallm_note(router.luallm_cli(provider.binary), provider.luallm_model)))
-    return _merge(provider.label, parts)
+    return _merge(provider.label, parts, False if provider.supports_json_schema is False else None)
 
 
 def _endpoint_hints(http: Any) -> ModelHints:
@@ -151,24 +154,19 @@ def _endpoint_hints(http: Any) -> ModelHints:
 
 def model_hints(client: ModelClient | None, role: str, task_type: str) -> ModelHints:
     """Hints for the model that will first be asked for this role and task type (cached per process)."""
-    layers = _layers(client)
-    if not layers:
+    source = next((layer for layer in _layers(client)
+                   if (hasattr(layer, "config") and hasattr(layer, "luallm_cli"))
+                   or (hasattr(layer, "model") and hasattr(layer, "url"))), None)
+    if source is None:
         return ModelHints()
-    key = (id(layers[0]), role, task_type)
+    key = (id(source), role, task_type)  # the shared client, not the per-command wrapper
     with _lock:
         hit = _hints_cache.get(key)
-        if hit is not None and hit[0] is layers[0]:
+        if hit is not None and hit[0] is source:
             return hit[1]
-    hints = ModelHints()
-    for layer in layers:
-        if hasattr(layer, "config") and hasattr(layer, "luallm_cli"):
-            hints = _routing_hints(layer, role, task_type)
-            break
-        if hasattr(layer, "model") and hasattr(layer, "url"):
-            hints = _endpoint_hints(layer)
-            break
+    hints = _routing_hints(source, role, task_type) if hasattr(source, "luallm_cli") else _endpoint_hints(source)
     with _lock:
-        _hints_cache[key] = (layers[0], hints)
+        _hints_cache[key] = (source, hints)
     return hints
 
 
@@ -200,6 +198,8 @@ def choose_form(setting: str, client: ModelClient | None, role: str, task_type: 
     caps = capabilities_of(client)
     takes_grammar = bool(getattr(caps, "grammar", False))
     takes_schema = getattr(caps, "json_schema", None)
+    if takes_schema is None:
+        takes_schema = hints.json_schema
     who = f"model {hints.model}" if hints.model else "the model"
     if hints.answers == "plan":
         return AnswerForm("plan", reason=f"{who}: hint answers=plan")
