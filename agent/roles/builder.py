@@ -18,13 +18,19 @@ from agent.prompt import PromptBuilder
 from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
-from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
+from agent.roles.prompting import (
+    quote_feedback,
+    quote_files,
+    quote_json,
+    read_project_text,
+    report_cuts,
+    small_project_files,
+)
 from agent.roles.testrun import run_tests
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files", "builder_prompt"]
 
-_SMALL_FILE_BYTES = 8 * 1024
 _PATH_ALIASES = ("file", "filename", "file_path", "filepath", "name")
 _FILE_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "content": ("contents", "code", "text", "body", "source")}
 _EDIT_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "old": ("old_string", "old_text", "search", "find", "from"),
@@ -84,27 +90,6 @@ def _load_json(ctx: CommandContext, rel: str) -> Any:
         return None
 
 
-def _small_files(ctx: CommandContext, listing: list[str], shown: set[str]) -> list[str]:
-    """Small project files not shown yet, while they fit in the builder's extra context budget."""
-    out: list[str] = []
-    used = 0
-    for rel in listing:
-        if rel in shown:
-            continue
-        try:
-            size = ctx.workspace.resolve(rel).stat().st_size
-        except (AgentError, OSError):
-            continue
-        if size > _SMALL_FILE_BYTES or used + size > ctx.settings.context_bytes:
-            continue
-        text = read_project_text(ctx, rel, max_bytes=_SMALL_FILE_BYTES)
-        if text is None or "\x00" in text:
-            continue
-        out.append(rel)
-        used += size
-    return out
-
-
 def builder_prompt(ctx: CommandContext, budget: PromptBuilder) -> str:
     from agent.roles.spec_maintainer import find_spec
 
@@ -118,7 +103,7 @@ def builder_prompt(ctx: CommandContext, budget: PromptBuilder) -> str:
     parts.append(quote_json("Inputs", cmd.inputs))
     if spec:
         parts.append("## Spec\n" + quote_files(ctx, budget, [spec]))
-    small = _small_files(ctx, listing, {*must, *([spec] if spec else [])})
+    small = small_project_files(ctx, listing, {*must, *([spec] if spec else [])})
     if small:
         parts.append("## Other project files\n" + quote_files(ctx, budget, small))
     if cmd.action == "implement_changes":

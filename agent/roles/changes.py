@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agent.answers import InvalidAnswer
 from agent.errors import AgentError, PathRejected
 from agent.roles.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
@@ -33,9 +34,8 @@ _TEST_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+(test\w*)|^\
 _TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*$|[^/]*_test\.\w+$|[^/]*\.test\.\w+$|[^/]*_spec\.\w+$)")
 
 
-class ChangeError(AgentError):
-    """One change of the builder's answer cannot be applied; the message names the entry."""
-    code = "invalid_model_response"
+class ChangeError(InvalidAnswer):
+    """One change of the builder's answer cannot be applied; the message names the entry (repairable)."""
 
 
 @dataclass

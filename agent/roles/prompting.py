@@ -14,7 +14,8 @@ from agent.prompt import PromptBuilder
 from agent.protocol import SCHEMA_DIR
 from agent.roles.context import CommandContext
 
-__all__ = ["system_prompt", "compact_schema", "worked_example", "messages_for", "quote_files", "read_project_text", "number_lines", "quote_feedback", "quote_json", "report_cuts"]
+__all__ = ["system_prompt", "compact_schema", "worked_example", "messages_for", "quote_files", "read_project_text", "number_lines",
+           "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
 
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
 _EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -102,6 +103,28 @@ def read_project_text(ctx: CommandContext, rel: str, max_bytes: int = 4 * 1024 *
         return ctx.workspace.read_text(rel, max_bytes=max_bytes)
     except (AgentError, OSError, ValueError):
         return None
+
+
+def small_project_files(ctx: CommandContext, listing: list[str], shown: set[str],
+                        max_file_bytes: int = 8 * 1024) -> list[str]:
+    """Small text files of `listing` not shown yet, while they fit in `ctx.settings.context_bytes`."""
+    out: list[str] = []
+    used = 0
+    for rel in listing:
+        if rel in shown:
+            continue
+        try:
+            size = ctx.workspace.resolve(rel).stat().st_size
+        except (AgentError, OSError):
+            continue
+        if size > max_file_bytes or used + size > ctx.settings.context_bytes:
+            continue
+        text = read_project_text(ctx, rel, max_bytes=max_file_bytes)
+        if text is None or "\x00" in text:
+            continue
+        out.append(rel)
+        used += size
+    return out
 
 
 def number_lines(text: str) -> str:

@@ -23,7 +23,14 @@ from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
-from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
+from agent.roles.prompting import (
+    quote_feedback,
+    quote_files,
+    quote_json,
+    read_project_text,
+    report_cuts,
+    small_project_files,
+)
 from agent.workspace import AGENT_DIR, sanitize_id
 
 __all__ = ["handle", "builder_files", "grounding_errors", "diff_summary"]
@@ -217,6 +224,9 @@ def handle(ctx: CommandContext) -> Outcome:
     previous = [f["path"] for f in _previous_findings(ctx)]
     to_read = [p for p in dict.fromkeys([*changed, *task_files, *named, *previous])
                if bookkeeping_reason(p) is None and read_project_text(ctx, p, max_bytes=1) is not None]
+    # Small project files as well, while they fit: a review may not know what the builder wrote
+    # (no receipts when the builder ran elsewhere), and a finding can only cite what it saw.
+    to_read += small_project_files(ctx, listing, set(to_read))
     parts = [f"# Review task {cmd.task_id} (round {round_no} of at most {limit})", quote_json("Inputs", cmd.inputs),
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review (with line numbers)\n" + (quote_files(ctx, budget, to_read, numbered=True)
