@@ -68,6 +68,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                         "plan: prefer Lua plans; json: the JSON answer with its schema as response_format")
     p.add_argument("--max-review-rounds", type=_positive_int, default=4,
                    help="review rounds on one task before the reviewer ends lorch's review loop (default 4)")
+    p.add_argument("--test-repairs", type=int, default=2,
+                   help="builder: times the model is shown failing tests and asked to fix them (default 2; 0: off)")
     p.add_argument("--max-spec-rounds", type=_positive_int, default=4,
                    help="update_spec rounds on one task before the spec maintainer ends the loop (default 4)")
     p.add_argument("--max-tokens", type=int, default=4096,
@@ -164,7 +166,8 @@ def _settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-unty
         spec_path=args.spec_path or _env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=max(0, args.max_repairs),
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens or None,
-        max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds)
+        max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
+        test_repairs=max(0, args.test_repairs))
     interval = args.heartbeat_interval
     if interval is None:
         raw = _env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

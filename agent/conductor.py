@@ -109,7 +109,8 @@ _PASSED_THROUGH = [("--answers", "answers"), ("--max-tokens", "max_tokens"), ("-
                    ("--prompt-budget", "prompt_budget"), ("--file-budget", "file_budget"),
                    ("--max-repairs", "max_repairs"), ("--plan-wall-s", "plan_wall_s"),
                    ("--plan-memory-mb", "plan_memory_mb"), ("--plan-run-allow", "plan_run_allow"),
-                   ("--max-review-rounds", "max_review_rounds"), ("--max-spec-rounds", "max_spec_rounds")]
+                   ("--max-review-rounds", "max_review_rounds"), ("--max-spec-rounds", "max_spec_rounds"),
+                   ("--test-repairs", "test_repairs")]
 _DEFAULTS: dict[str, object] = {"answers": "auto", "plan_run_allow": ""}
 
 
@@ -217,7 +218,8 @@ def run_demo(args: argparse.Namespace) -> int:
         commands=str(demo / "commands.ndjson"), workspace=str(target), json=args.json,
         replay=str(demo / "responses.jsonl"), record=None, model=None, base_url=None, config=None,
         spec_path=None, heartbeat_interval=5.0, scripted_dir=None,
-        test_command=f"{shlex.quote(sys.executable)} -m unittest discover -s tests")
+        test_command=f"{shlex.quote(sys.executable)} -m unittest discover -s tests",
+        test_repairs=0)  # the demo shows lorch's review loop, not the builder fixing its own test failure
     _say(sys.stdout, f"luallm-agent demo: workspace {target} (recorded model responses, no network)\n")
     code = run_script(ns)
     _say(sys.stdout, f"\nInspect it: ls -R {target}   (audit log: {target}/logs/luallm-agent/audit.jsonl)")

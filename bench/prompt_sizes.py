@@ -1,4 +1,4 @@
-"""Measure each role's first prompt: fixed part (system prompt with the worked example) and whole.
+"""Measure each role's first prompt: fixed part (system prompt and the worked example) and whole.
 
     python bench/prompt_sizes.py                                   # estimates only (no model)
     python bench/prompt_sizes.py --tokenize http://127.0.0.1:8080  # plus the real count from a
@@ -34,7 +34,7 @@ from agent.protocol import decode_command  # noqa: E402
 from agent.redact import Redactor  # noqa: E402
 from agent.roles import handler_for  # noqa: E402
 from agent.roles.context import CommandContext, RoleSettings  # noqa: E402
-from agent.roles.prompting import system_prompt  # noqa: E402
+from agent.roles.prompting import first_messages  # noqa: E402
 from agent.workspace import Workspace  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo"
@@ -84,7 +84,8 @@ def first_prompt(role: str, raw: dict[str, Any], form: str, ws: Path) -> list[di
     except _Stop:
         pass
     assert model.request is not None, f"{role} sent no request"
-    return [{"role": "system", "content": system_prompt(role, cmd.action, form)}, *model.request.messages[1:]]
+    task = model.request.messages[-1]["content"].rsplit("\n\n", 1)[0]  # without the form's closing line
+    return first_messages(role, cmd.action, form, task)
 
 
 def _tokens(url: str, text: str) -> int:
@@ -106,8 +107,9 @@ def measure(tokenize: str | None = None) -> list[dict[str, Any]]:
                     (ws / "reviews").mkdir()
                     (ws / "reviews" / "T-001.json").write_text(json.dumps(REVIEW))
                 messages = first_prompt(role, raw, form, ws)
-                system, user = messages[0]["content"], messages[-1]["content"]
-                whole = system + "\n" + user
+                # The fixed part: system prompt and the worked example's exchange; then the task.
+                system = "\n".join(m["content"] for m in messages[:-1])
+                whole = system + "\n" + messages[-1]["content"]
                 row: dict[str, Any] = {
                     "role": role, "action": action, "form": form,
                     "fixed_chars": len(system), "fixed_est_tokens": round(len(system.encode()) / 4),

@@ -120,3 +120,16 @@ def test_paths_named_in_a_goal() -> None:
     files = ["src/calc.py", "tests/test_calc.py", "README.md", "a/util.py", "b/util.py"]
     goal = "Fix calc.py (see tests/test_calc.py); util.py is ambiguous; ignore e.g. and v1.2"
     assert paths_named_in([goal], files) == ["src/calc.py", "tests/test_calc.py"]
+
+
+def test_old_text_missing_the_outer_indentation_is_reindented_not_spliced(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "def op5(self):\n    return 5\n",
+                         "new": "def op5(self):\n    return 55\n"}]}
+    [write] = planned_writes(ws, answer)
+    assert "    def op5(self):\n        return 55\n" in write.content and write.content.count("def op") == 6
+
+
+def test_old_text_indented_unlike_the_file_is_refused_with_the_reason(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5", "new": "x"}]}
+    with pytest.raises(ChangeError, match="only with 4 more spaces of indentation"):
+        planned_writes(ws, answer)

@@ -135,3 +135,30 @@ def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dro
     assert "findings[0] cites calc.py line 10, but calc.py has 2 lines" in repair
     assert "findings[1] cites 'nowhere.py', which is not a file of the project" in repair
     assert "  1| def add(a, b):" in requests[0][-1]["content"]  # numbered, so lines can be cited
+
+
+def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (workspace / "test_calc.py").write_text("import calc\n\n\ndef test_add():\n    assert calc.add(2, 2) == 4\n")
+    wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b + 1"}]})
+    right = json.dumps({"summary": "add adds", "edits": [{"path": "calc.py", "old": "a * b + 1", "new": "a + b"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+                  replies=[wrong, right])
+    done = events(agent.run(make_command("implement", inputs={"goal": "fix add in calc.py"})), "builder.completed")[-1]
+    assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
+    assert done["payload"]["summary"] == "add adds" and (workspace / "calc.py").read_text().endswith("a + b\n")
+    repair = _requests(rec)[1][-1]["content"]
+    assert "## The tests failed after your change" in repair and "assert 5 == 4" in repair
+    assert "return a * b + 1" in repair  # the file as it is now
+
+
+def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b"}]})
+    agent = spawn("builder", "--test-command", "false", "--test-repairs", "0", replies=[wrong])
+    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["payload"]["tests"]["status"] == "fail" and "test_repairs" not in done["payload"]
+    assert done["payload"]["usage"]["calls"] == 1

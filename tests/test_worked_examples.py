@@ -10,7 +10,7 @@ import pytest
 from agent.plans import run_plan
 from agent.plans.lint import check_plan
 from agent.protocol import ROLE_ACTIONS, schema_errors
-from agent.roles.prompting import system_prompt, worked_example
+from agent.roles.prompting import first_messages, worked_example
 from agent.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "agent" / "roles" / "examples"
@@ -49,9 +49,15 @@ def test_the_lua_example_runs_and_returns_a_valid_answer(tmp_path: Path, role: s
         assert "stranger" in (ws / "hello.py").read_text()
 
 
-def test_the_example_reaches_the_first_prompt_in_the_form_asked_for() -> None:
-    json_prompt = system_prompt("builder", "implement", "json")
-    lua_prompt = system_prompt("builder", "implement", "plan")
-    assert worked_example("builder", "implement", "json") in json_prompt and "```lua" not in json_prompt
-    assert worked_example("builder", "implement", "plan") in lua_prompt and "function run(context)" in lua_prompt
-    assert "tools.read(" not in json_prompt  # the JSON form spends no tokens on the tool list
+def test_the_example_is_an_earlier_exchange_of_the_first_prompt_in_the_form_asked_for() -> None:
+    json_msgs = first_messages("builder", "implement", "json", "# Task T-9: implement")
+    lua_msgs = first_messages("builder", "implement", "plan", "# Task T-9: implement")
+    assert [m["role"] for m in json_msgs] == ["system", "user", "assistant", "user"]
+    task, answer = worked_example("builder", "implement", "json")  # type: ignore[misc]
+    assert json_msgs[1]["content"] == task and json_msgs[2]["content"] == answer
+    assert json.loads(answer)["edits"][0]["path"] == "hello.py"
+    assert lua_msgs[2]["content"].startswith("```lua\n") and "function run(context)" in lua_msgs[2]["content"]
+    assert json_msgs[-1]["content"].startswith("# Task T-9: implement")
+    assert json_msgs[-1]["content"].endswith("Reply now with the JSON answer for this task.")
+    assert "tools.read(" not in json_msgs[0]["content"]  # the JSON form spends no tokens on the tool list
+    assert "tools.read(" in lua_msgs[0]["content"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
-from agent.errors import AgentError
+from agent.answers import Answer, AnswerSpec, InvalidAnswer, obtain_answer
+from agent.errors import AgentError, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
@@ -31,6 +31,7 @@ from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files", "builder_prompt"]
 
+_TEST_TAIL = 2000
 _PATH_ALIASES = ("file", "filename", "file_path", "filepath", "name")
 _FILE_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "content": ("contents", "code", "text", "body", "source")}
 _EDIT_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "old": ("old_string", "old_text", "search", "find", "from"),
@@ -90,13 +91,15 @@ def _load_json(ctx: CommandContext, rel: str) -> Any:
         return None
 
 
-def builder_prompt(ctx: CommandContext, budget: PromptBuilder) -> str:
+def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:
+    """The builder's user message; `also` adds files it must see (what it just wrote, in a test repair)."""
     from agent.roles.spec_maintainer import find_spec
 
     cmd = ctx.cmd
     listing = project_files(ctx.workspace, 200)
     spec = find_spec(ctx)
     must = _must_see(ctx, listing, spec)
+    must += [p for p in also or [] if p not in must and p != spec and bookkeeping_reason(p) is None]
     parts = [f"# Task {cmd.task_id}: {cmd.action}"]
     if isinstance(cmd.inputs.get("goal"), str):
         parts.append(f"## Goal\n{cmd.inputs['goal']}\n")
@@ -170,20 +173,62 @@ def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return salvage
 
 
-def handle(ctx: CommandContext) -> Outcome:
-    budget = PromptBuilder(ctx.settings.budget)
-    user = builder_prompt(ctx, budget)
-    ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
-    answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx)), user)
-    for write in planned_writes(ctx.workspace, answer.data):
-        ctx.write(write.path, write.content)
+def _run_tests(ctx: CommandContext) -> dict[str, Any]:
     ctx.progress("files written; running tests", stage="testing", progress=0.8, files=len(ctx.artifacts))
     tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
                       min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
     ctx.log("info", "tests ran", status=tests["status"])
+    return tests
+
+
+def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -> Answer | None:
+    """One more answer, shown the failing test output and the files as they are now; None if none came.
+
+    lorch fails the run on the first `builder.completed` whose tests fail, so the builder's only
+    second chance is within the command.
+    """
+    budget = PromptBuilder(ctx.settings.budget)
+    user = builder_prompt(ctx, budget, [a.path for a in ctx.artifacts])
+    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
+    user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
+             "Fix the code (not the tests) so that they pass; the files above show your change.")
+    ctx.progress("tests failed; asking the model to fix them", stage="implementing", progress=0.6)
+    try:
+        return obtain_answer(ctx, spec, user)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:  # keep the real result of the last change rather than a new failure
+        ctx.log("warn", "test repair failed", code=exc.code, reason=exc.message[:300])
+        return None
+
+
+def handle(ctx: CommandContext) -> Outcome:
+    budget = PromptBuilder(ctx.settings.budget)
+    user = builder_prompt(ctx, budget)
+    ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
+    spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx))
+    answer = obtain_answer(ctx, spec, user)
+    for write in planned_writes(ctx.workspace, answer.data):
+        ctx.write(write.path, write.content)
+    tests = _run_tests(ctx)
+    repairs = 0
+    while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
+        repairs += 1
+        fixed = _test_repair(ctx, spec, tests)
+        if fixed is None:
+            break
+        writes = planned_writes(ctx.workspace, fixed.data)
+        if not writes and not fixed.plan:
+            break
+        answer = fixed
+        for write in writes:
+            ctx.write(write.path, write.content)
+        tests = _run_tests(ctx)
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
                                "answer_form": answer.form}
+    if repairs:
+        payload["test_repairs"] = repairs
     if answer.data.get("no_changes_reason") and not ctx.artifacts:
         payload["no_changes_reason"] = answer.data["no_changes_reason"]
     cuts = report_cuts(ctx, budget)

@@ -80,13 +80,47 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
         old = old.strip("\n")  # blank lines around the snippet are a common, harmless slip
         new = new.strip("\n")
         count = 1
+    if count == 0:
+        extra = _missing_indent(content, old)
+        if extra:
+            return _reindented(content, old, new, extra, where, path)
     if count == 1:
+        at = content.index(old)
+        line_start = content.rfind("\n", 0, at) + 1
+        extra = content[line_start:at]
+        if extra and not extra.strip():
+            # `old` matched inside a line's indentation: the model dropped the file's outer
+            # indentation (seen with a 0.5B model). Re-indent both sides rather than splice code
+            # into the middle of the whitespace.
+            return _reindented(content, old, new, extra, where, path)
         return content.replace(old, new, 1)
     if count == 0:
         raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
     lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
     raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
                       "include more of the surrounding lines so it occurs exactly once", path=path)
+
+
+def _indent(text: str, extra: str) -> str:
+    return "".join(extra + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _missing_indent(content: str, old: str) -> str | None:
+    """The indentation that `old` lacks everywhere, when with it `old` occurs exactly once."""
+    first = next((ln for ln in old.splitlines() if ln.strip()), "")
+    own = first[:len(first) - len(first.lstrip())]
+    extras = {ln[:len(ln) - len(ln.lstrip())] for ln in content.splitlines() if ln.strip() == first.strip()}
+    hits = [e[len(own):] for e in extras if e.startswith(own) and len(e) > len(own)
+            and content.count(_indent(old, e[len(own):])) == 1]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _reindented(content: str, old: str, new: str, extra: str, where: str, path: str) -> str:
+    old_in, new_in = _indent(old, extra), _indent(new, extra)
+    if content.count(old_in) == 1:
+        return content.replace(old_in, new_in, 1)
+    raise ChangeError(f"{where}: the old text is in {path} only with {len(extra)} more spaces of indentation on "
+                      "some lines; copy old exactly, with the file's indentation", path=path)
 
 
 def _check_path(ws: Workspace, path: str, where: str) -> str:

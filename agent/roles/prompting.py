@@ -14,7 +14,7 @@ from agent.prompt import PromptBuilder
 from agent.protocol import SCHEMA_DIR
 from agent.roles.context import CommandContext
 
-__all__ = ["system_prompt", "compact_schema", "worked_example", "messages_for", "quote_files", "read_project_text", "number_lines",
+__all__ = ["system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
            "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
 
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -39,21 +39,28 @@ def compact_schema(role: str) -> str:
 
 
 @functools.cache
-def worked_example(role: str, action: str, form: str) -> str:
-    """The role's worked example for `action` in the form's language (data in roles/examples/)."""
+def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
+    """The worked example for `action` as (its task, its answer in the form's language), or None.
+
+    It goes into the first prompt as an earlier user/assistant exchange: a small model copied an
+    example quoted inside the system prompt into its own answer (seen with a 0.5B builder), and
+    copies a separate, finished exchange far less.
+    """
     stem = f"{role}.{action}"
+    if not (_EXAMPLES / f"{stem}.json").is_file():
+        return None
     data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
     if form in ("plan", "grammar"):
-        body = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
+        answer = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
     else:
-        body = json.dumps(data["answer"], ensure_ascii=False)
-    return (f"Worked example (another task, only to show the form):\n{data['task'].rstrip()}\n"
-            f"Answer:\n{body}\n")
+        answer = json.dumps(data["answer"], ensure_ascii=False)
+    task = f"(A worked example, to show the form; your own task follows.)\n{data['task'].rstrip()}\n"
+    return task, answer
 
 
 @functools.cache
-def system_prompt(role: str, action: str | None = None, form: str = "plan") -> str:
-    """The fixed part of a role's first prompt: who it is, how to answer, a worked example, its rules."""
+def system_prompt(role: str, form: str = "plan") -> str:
+    """The system prompt of a role's first request: who it is, how to answer in `form`, its rules."""
     from agent.answers import plan_tools_for
 
     parts = [_text("common.txt")]
@@ -63,15 +70,27 @@ def system_prompt(role: str, action: str | None = None, form: str = "plan") -> s
 
         template = template.replace("{tools}", tools_prompt_text(plan_tools_for(role)))
     parts.append(template)
-    if action is not None and (_EXAMPLES / f"{role}.{action}.json").is_file():
-        parts.append(worked_example(role, action, form))
     parts.append(_text(role + ".txt"))
     return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
+_CLOSING = {"json": "Reply now with the JSON answer for this task.",
+            "plan": "Reply now with the Lua plan (or the JSON answer) for this task.",
+            "grammar": "Reply now with the Lua plan for this task."}
+
+
+def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:
+    """System prompt, the worked example as an earlier exchange, then the task itself."""
+    messages = [{"role": "system", "content": system_prompt(role, form)}]
+    example = worked_example(role, action, form)
+    if example is not None:
+        messages += [{"role": "user", "content": example[0]}, {"role": "assistant", "content": example[1]}]
+    messages.append({"role": "user", "content": f"{user.rstrip()}\n\n{_CLOSING[form]}"})
+    return messages
+
+
 def messages_for(ctx: CommandContext, user: str, form: str = "plan") -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_prompt(ctx.role, ctx.cmd.action, form)},
-            {"role": "user", "content": user}]
+    return first_messages(ctx.role, ctx.cmd.action, form, user)
 
 
 def quote_json(title: str, value: Any) -> str:
