@@ -113,3 +113,12 @@ def test_the_chosen_form_is_audited(tmp_path: Path) -> None:
     audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
     line = next(json.loads(x) for x in audit.splitlines() if '"answer_form"' in x)
     assert line["form"] == "json" and line["schema"] is True and "unknown" in line["reason"]
+
+
+def test_a_short_reasoning_first_is_accepted_and_a_long_one_repaired(tmp_path: Path) -> None:
+    think = json.dumps({"reasoning": "looks right", "status": "approved", "summary": "fine", "findings": []})
+    ramble = json.dumps({"reasoning": "x" * 601, "status": "approved", "summary": "fine", "findings": []})
+    assert obtain_answer(make_context(tmp_path, "review", FakeModel([think])), REVIEW, "r").data["status"] == "approved"
+    model = FakeModel([ramble, think])
+    obtain_answer(make_context(tmp_path, "review", model), REVIEW, "r")
+    assert "at $.reasoning" in model.requests[1].messages[-1]["content"]

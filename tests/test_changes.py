@@ -77,6 +77,12 @@ def test_shrink_rules() -> None:
     assert shrink_reason("m.py", many, many + "def extra():\n    pass\n") is None
 
 
+def test_a_rewrite_that_loses_a_class_is_refused(ws: Workspace) -> None:
+    flat = "".join(f"def op{i}(self):\n    return {i}\n\n" for i in range(6))  # as long, but no class
+    with pytest.raises(ChangeError, match="would remove class Stack from stack.py"):
+        planned_writes(ws, {"files": [{"path": "stack.py", "content": flat}]})
+
+
 def test_a_whole_new_file_and_a_full_rewrite_pass(ws: Workspace) -> None:
     writes = planned_writes(ws, {"files": [{"path": "src/new.py", "content": "x = 1\n"},
                                            {"path": "stack.py", "content": CLASS + "# more\n"}]})

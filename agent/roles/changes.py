@@ -6,7 +6,8 @@ and why, and so that, after the repair budget, the entries that passed can still
 * a path must be a project file (no lorch or agent bookkeeping, no dot-path, inside the workspace);
 * `files` must not replace an existing file with a fraction of it (issue 8: a class and its test
   file overwritten with one stub) — new content under 40% of the old lines when the old file had
-  10 lines or more, every test of a test file gone, or most of its named definitions gone;
+  10 lines or more, every test of a test file gone, a class gone, or most of its named definitions
+  gone;
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
   changes of the same answer.
 """
@@ -30,6 +31,7 @@ EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new
 _SHRINK_RATIO = 0.4
 _SHRINK_MIN_LINES = 10
 _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+function)\s+([A-Za-z_][\w.:]*)", re.M)
+_CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
 _TEST_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+(test\w*)|^\s*(?:it|test)\s*\(", re.M)
 _TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*$|[^/]*_test\.\w+$|[^/]*\.test\.\w+$|[^/]*_spec\.\w+$)")
 
@@ -52,6 +54,9 @@ def shrink_reason(path: str, old: str, new: str) -> str | None:
         return f"would replace {path} ({old_lines} lines) with {new_lines} lines"
     if _TEST_FILE.search(path) and _TEST_DEFINITION.search(old) and not _TEST_DEFINITION.search(new):
         return f"would remove every test from {path}"
+    lost_classes = [c for c in dict.fromkeys(_CLASS.findall(old)) if c not in set(_CLASS.findall(new))]
+    if lost_classes:
+        return f"would remove class {', '.join(lost_classes[:6])} from {path}"
     old_defs = list(dict.fromkeys(_DEFINITION.findall(old)))
     if len(old_defs) >= 3:
         new_defs = set(_DEFINITION.findall(new))
