@@ -1,8 +1,17 @@
 """Getting a valid answer from the model: JSON answer, Lua plan, or strict action list.
 
-The harness, not the model, controls the loop (seed 002): an invalid answer is sent back with
-the exact error a bounded number of times; an action list is executed and its results are sent
-back for the final answer, also bounded.
+The harness, not the model, controls the loop (seed 002):
+
+* the first request uses the form chosen for this model and role (`agent.roles.answer_form`);
+* an invalid answer goes back with the exact error, hints that name the Lua way for Python-isms,
+  and what a failed plan already wrote — a bounded number of times;
+* a repair never resends an identical request: after a timeout the next request asks for less
+  (lower `max_tokens`, a "be brief" note, the constrained JSON form instead of a free plan); a
+  cut-off answer (`finish_reason: length`) is told so; the same invalid answer twice switches
+  the form (plan → JSON with its schema) instead of asking a third time, or ends the asking;
+* after the budget, a role may salvage the last answer by dropping what failed its rules (a
+  finding that cites no real file, an edit of a forbidden spec section), with a log line;
+* an action list is executed and its results are sent back for the final answer, also bounded.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from agent.errors import (
     AgentError,
     ForbiddenSpecEdit,
     InvalidModelResponse,
+    ModelTimeout,
     PathRejected,
     PlanError,
     PlanFileMissing,
@@ -25,11 +35,19 @@ from agent.errors import (
 )
 from agent.models.base import ModelRequest
 from agent.protocol import schema_errors
+from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
 
-__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json"]
+__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
+_REJECTED_KEEP = 1500
+_MIN_MAX_TOKENS = 256
+# When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
+_LOWERED_MAX_TOKENS = {"builder": 2048}
+_LOWERED_DEFAULT = 1024
+_BRIEF = ("Be brief: only the answer, no explanations; short summaries; for existing files use edits "
+          "(exact old text → new text) instead of whole contents.")
 
 
 class InvalidAnswer(AgentError):
@@ -43,9 +61,20 @@ _REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, Pat
 
 @dataclass
 class AnswerSpec:
+    """What a role asks of an answer.
+
+    `prepare` runs on the decoded answer before the schema: it resolves what the agent can
+    resolve itself (logging it) and raises `InvalidAnswer` with a precise message for common
+    shape mistakes. `check` applies the role's rules to a schema-valid answer and raises a
+    repairable error. `salvage`, after the repair budget, returns the answer without the parts
+    that failed (logging what it dropped), or None when nothing valid remains.
+    """
+
     role: str
     task_type: str
-    check: Callable[[dict[str, Any]], None] | None = None  # role rules; raise a repairable error
+    check: Callable[[dict[str, Any]], None] | None = None
+    prepare: Callable[[Any], Any] | None = None
+    salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     # The role writes its whole answer into a workspace file (review, spec notes, planning
     # artifact): a secret anywhere in it is refused up front, while the model can repair it.
     # The builder writes only its files' contents, which its `check` guards instead.
@@ -63,6 +92,8 @@ class Answer:
     attempts: int
     plan: Any = None  # agent.plans.PlanOutcome when a Lua plan produced the answer
     tool_rounds: list[Any] = field(default_factory=list)
+    form: str = "json"
+    salvaged: bool = False
 
 
 def extract_json(text: str) -> Any:
@@ -82,15 +113,6 @@ def extract_json(text: str) -> Any:
     raise InvalidAnswer(error)
 
 
-def _structured(ctx: CommandContext, spec: AnswerSpec) -> dict[str, Any] | None:
-    """The answer schema as `response_format`, only when plans are off (a schema forbids Lua)."""
-    if ctx.settings.prefer_plans:
-        return None
-    from agent.protocol import validator
-
-    return validator(spec.schema_name).schema  # type: ignore[no-any-return]  # cached, not re-read per request
-
-
 def _plans() -> Any:
     import agent.plans as plans  # lazy: lupa is only needed when a plan arrives
 
@@ -108,62 +130,147 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _validate(ctx: CommandContext, spec: AnswerSpec, data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise InvalidAnswer(f"the answer must be a JSON object (Lua table), got {type(data).__name__}")
-    errors = schema_errors(spec.schema_name, data)
-    if errors:
-        raise InvalidAnswer("the answer does not match the schema: " + "; ".join(errors))
+def _schema(spec: AnswerSpec) -> dict[str, Any]:
+    from agent.protocol import validator
+
+    return validator(spec.schema_name).schema  # type: ignore[no-any-return]  # cached, not re-read per request
+
+
+def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
+                  max_tokens: int | None, first: bool) -> ModelRequest:
+    """The model request for one attempt: the form decides response_format or grammar."""
+    return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
+                        role=spec.role, deadline=ctx.deadline,
+                        response_schema=_schema(spec) if form.schema else None,
+                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=form.grammar)
+
+
+def _role_rules(ctx: CommandContext, spec: AnswerSpec, data: dict[str, Any]) -> None:
+    """The role's own rules, then the secret guard on answers that become files whole."""
     if spec.check:
         spec.check(data)
     if spec.guard_answer:
         for text in _strings(data):
             ctx.workspace.guard_content("the answer", text.encode("utf-8", "replace"))
+
+
+def _validate(spec: AnswerSpec, data: Any) -> dict[str, Any]:
+    """Prepare and schema-check an answer (the role's rules run separately, see `obtain_answer`)."""
+    if spec.prepare is not None:
+        data = spec.prepare(data)
+    if not isinstance(data, dict):
+        raise InvalidAnswer(f"the answer must be a JSON object (Lua table), got {type(data).__name__}")
+    errors = schema_errors(spec.schema_name, data)
+    if errors:
+        raise InvalidAnswer("the answer does not match the schema: " + "; ".join(errors))
     return data
 
 
-def obtain_answer(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]]) -> Answer:
+class _Loop:
+    """State of one command's asking: the form, the conversation, what was rejected so far."""
+
+    def __init__(self, ctx: CommandContext, spec: AnswerSpec, user: str) -> None:
+        from agent.roles.prompting import messages_for
+
+        self.ctx = ctx
+        self.spec = spec
+        self.form = choose_form(ctx.settings.answers, ctx.model, spec.role, spec.task_type)
+        ctx.audit.record("answer_form", task_id=ctx.cmd.task_id, role=spec.role, form=self.form.name,
+                         schema=self.form.schema, grammar=self.form.grammar is not None, reason=self.form.reason)
+        self.messages = messages_for(ctx, user, self.form.name)
+        self.max_tokens: int | None = ctx.settings.max_tokens
+        self.rejected: list[str] = []
+        self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
+        self.last: AgentError | None = None
+
+    def switch_to_json(self, why: str) -> bool:
+        """Leave a (free or constrained) Lua plan for the JSON answer with its schema; False if already JSON."""
+        if not self.form.lua:
+            return False
+        caps = capabilities_of(self.ctx.model)
+        self.form = json_form(why, schema=getattr(caps, "json_schema", None) is not False)
+        self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
+                              schema=self.form.schema, grammar=False, reason=why)
+        return True
+
+    def ask_less(self, why: str) -> None:
+        """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
+        current = self.max_tokens or _LOWERED_MAX_TOKENS.get(self.spec.role, _LOWERED_DEFAULT) * 2
+        self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
+        switched = self.switch_to_json(f"{why}: asking for the JSON answer instead of a plan")
+        note = f"\n\n(Your previous reply {why}. {_BRIEF}"
+        note += " Answer with the JSON object only.)" if switched else ")"
+        last = self.messages[-1]
+        self.messages[-1] = {"role": last["role"], "content": last["content"] + note}
+
+
+def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     """Ask the model until a valid answer arrives or the repair budget runs out."""
     model = ctx.require_model()
-    messages = list(messages)
-    last: AgentError | None = None
+    loop = _Loop(ctx, spec, user)
     tool_rounds = 0
     attempt = 0
     while True:
         attempt += 1
         ctx.check_deadline()
-        request = ModelRequest(messages=messages, task_type=spec.task_type if attempt == 1 else "plan_repair",
-                               role=spec.role, deadline=ctx.deadline, response_schema=_structured(ctx, spec),
-                               max_tokens=ctx.settings.max_tokens,
-                               schema_name=f"{spec.role}_answer")
-        reply = model.complete(request)
-        ctx.log("info", "model answered", model=reply.model, attempt=attempt, chars=len(reply.text))
+        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1)
+        try:
+            reply = model.complete(request)
+        except ModelTimeout as exc:
+            ctx.audit.record("answer_timeout", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens,
+                             error=exc.message)
+            if attempt > ctx.settings.max_repairs:
+                raise
+            loop.ask_less("took too long and was cut off")
+            continue
+        cut_off = getattr(reply, "finish_reason", None) == "length"
+        ctx.log("info", "model answered", model=reply.model, attempt=attempt, chars=len(reply.text),
+                **({"cut_off": True} if cut_off else {}))
         try:
             answer = _interpret(ctx, spec, reply.text, attempt)
+            answer.form = loop.form.name
+            try:
+                _role_rules(ctx, spec, answer.data)
+            except _REPAIRABLE:
+                loop.candidate = answer
+                raise
         except _ToolRound as round_:
             tool_rounds += 1
             if tool_rounds > ctx.settings.max_tool_rounds:
                 raise InvalidModelResponse(
                     f"the model kept sending action lists ({tool_rounds}) without a final answer") from None
-            messages += [{"role": "assistant", "content": reply.text},
-                         {"role": "user", "content": "Tool results:\n" + round_.results +
-                          "\n\nNow reply with the final answer (a Lua plan or the JSON answer)."}]
+            loop.messages += [{"role": "assistant", "content": reply.text},
+                              {"role": "user", "content": "Tool results:\n" + round_.results +
+                               "\n\nNow reply with the final answer."}]
             attempt -= 1  # a tool round is progress, not a failed attempt
             continue
         except _REPAIRABLE as exc:
-            last = exc
+            loop.last = exc
             ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
-                             error=exc.message)
+                             error=exc.message, cut_off=cut_off)
+            repeated = _normal(reply.text) in loop.rejected
+            loop.rejected.append(_normal(reply.text))
             if attempt > ctx.settings.max_repairs:
                 break
+            message = _repair_message(exc, reply.text, cut_off)
+            if repeated:
+                # The same invalid answer twice: a third identical question would get it again.
+                if not loop.switch_to_json("the same invalid answer came twice"):
+                    ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
+                    break
+                message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
+                            "matching the schema and the worked example.")
             # Only the start of the rejected reply goes back: the error is what helps, and a
             # small model's context fills up fast when every repair resends a whole answer.
-            messages += [{"role": "assistant", "content": _clip(reply.text)},
-                         {"role": "user", "content": f"Your answer was rejected ({exc.code}): {exc.message}\n"
-                          "Reply again with a corrected, complete answer."}]
+            loop.messages += [{"role": "assistant", "content": _clip(reply.text)},
+                              {"role": "user", "content": message}]
             continue
         ctx.log("info", "answer validated", via=answer.via, attempts=attempt)
         return answer
+    salvaged = _salvage(ctx, spec, loop, attempt)
+    if salvaged is not None:
+        return salvaged
+    last = loop.last
     assert last is not None
     if isinstance(last, PlanError | ForbiddenSpecEdit | PlanFileMissing | PathRejected | SecretInArtifact):
         raise last
@@ -171,13 +278,54 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str
                                attempts=attempt)
 
 
-_REJECTED_KEEP = 1500
+def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int) -> Answer | None:
+    """The last schema-valid answer without what failed the role's rules, if that is valid."""
+    if spec.salvage is None or loop.candidate is None:
+        return None
+    data = spec.salvage(loop.candidate.data)
+    if data is None:
+        return None
+    try:
+        data = _validate(spec, data)
+        _role_rules(ctx, spec, data)
+    except _REPAIRABLE as exc:
+        ctx.audit.record("answer_salvage_failed", task_id=ctx.cmd.task_id, code=exc.code, error=exc.message)
+        return None
+    ctx.log("info", "answer validated", via=loop.candidate.via, attempts=attempt, salvaged=True)
+    return Answer(data, loop.candidate.via, attempt, plan=loop.candidate.plan, form=loop.form.name, salvaged=True)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _clip(text: str) -> str:
     if len(text) <= _REJECTED_KEEP:
         return text
     return f"{text[:_REJECTED_KEEP]}\n[… {len(text) - _REJECTED_KEEP} more characters of the rejected answer omitted …]"
+
+
+def _repair_message(exc: AgentError, text: str, cut_off: bool) -> str:
+    lines = [f"Your answer was rejected ({exc.code}): {exc.message}"]
+    if isinstance(exc, PlanError):
+        from agent.plans import find_lua_plan
+        from agent.plans.lint import lua_hints
+
+        lines += [f"Hint: {h}" for h in lua_hints(find_lua_plan(text), exc.message)]
+        failed = exc.details.get("failed_tools")
+        if failed:
+            lines.append("Tool calls that failed: " + "; ".join(failed))
+            if any(f.startswith("tools.run(") and "not an allowed command" in f for f in failed):
+                lines.append("Hint: do not run tests or interpreters from a plan: the agent runs the project's "
+                             "test command itself after your plan and reports the result.")
+        wrote = exc.details.get("wrote")
+        if wrote:
+            lines.append(f"Before it failed, your plan wrote: {', '.join(wrote)} (these files stay written; "
+                         "do not redo them, only finish the rest).")
+    if cut_off:
+        lines.append(f"Your answer was cut off at the token limit. {_BRIEF}")
+    lines.append("Reply again with a corrected, complete answer.")
+    return "\n".join(lines)
 
 
 class _ToolRound(Exception):
@@ -190,13 +338,17 @@ def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -
     plans = _plans()
     source = plans.find_lua_plan(text)
     if source is not None:
-        outcome = plans.run_plan(source, plan_context(ctx), workspace=ctx.workspace,
-                                 limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),
-                                 audit=ctx.audit, deadline=ctx.deadline)
+        try:
+            outcome = plans.run_plan(source, plan_context(ctx), workspace=ctx.workspace,
+                                     limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),
+                                     audit=ctx.audit, deadline=ctx.deadline)
+        except PlanError as exc:
+            _report_failed_plan(ctx, exc)
+            raise
         for art in outcome.artifacts:
             ctx.add_artifact(art)
         ctx.log("info", "plan ran", run_id=outcome.run_id, tool_calls=len(outcome.tool_calls))
-        return Answer(_validate(ctx, spec, outcome.result), "lua", attempt, plan=outcome)
+        return Answer(_validate(spec, outcome.result), "lua", attempt, plan=outcome)
     data = extract_json(text)
     actions = plans.parse_action_list(data)
     if actions is not None:
@@ -206,7 +358,40 @@ def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -
             ctx.add_artifact(art)
         results = orjson.dumps(outcome.result, default=str).decode()
         raise _ToolRound(results[:32 * 1024])
-    return Answer(_validate(ctx, spec, data), "json", attempt)
+    return Answer(_validate(spec, data), "json", attempt)
+
+
+def _report_failed_plan(ctx: CommandContext, exc: PlanError) -> None:
+    """A plan that failed may have written files: announce them, and name them (and the tool calls
+    that failed) in the error, so the repair message can say so."""
+    record_path = exc.details.get("record")
+    if not isinstance(record_path, str):
+        return
+    try:
+        record = orjson.loads(ctx.workspace.read_bytes(record_path))
+    except (AgentError, OSError, orjson.JSONDecodeError):
+        return
+    from agent.workspace import Artifact
+
+    wrote: list[str] = []
+    for art in record.get("artifacts") or []:
+        try:
+            artifact = Artifact(str(art["path"]), str(art["sha256"]), int(art["size"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        ctx.add_artifact(artifact)
+        wrote.append(artifact.path)
+    failed = [_describe_call(c) for c in record.get("tool_calls") or [] if isinstance(c, dict) and not c.get("ok")]
+    if wrote:
+        exc.details["wrote"] = wrote[:20]
+    if failed:
+        exc.details["failed_tools"] = failed[:5]
+
+
+def _describe_call(call: dict[str, Any]) -> str:
+    args = call.get("args")
+    shown = orjson.dumps(args, default=str).decode()[:120] if args is not None else ""
+    return f"tools.{call.get('tool')}({shown}) → {str(call.get('error') or 'error')[:200]}"
 
 
 def plan_tools_for(role: str) -> tuple[str, ...] | None:
@@ -229,15 +414,12 @@ def plan_limits_for(ctx: CommandContext) -> Any:
 
 def plan_context(ctx: CommandContext) -> dict[str, Any]:
     """The `context` table a plan's `run(context)` receives: plain data only."""
-    files = []
-    for i, rel in enumerate(ctx.workspace.iter_files()):
-        if i >= 500:
-            break
-        files.append(rel)
+    from agent.roles.project_files import project_files
+
     return {
         "role": ctx.role, "action": ctx.cmd.action, "task_id": ctx.cmd.task_id, "inputs": ctx.cmd.inputs,
         "expected_outputs": [{"path": o.path, "required": o.required} for o in ctx.cmd.expected_outputs],
-        "workspace": {"files": files},
+        "workspace": {"files": project_files(ctx.workspace, 500)},
     }
 
 

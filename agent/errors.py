@@ -20,7 +20,10 @@ AgentError
 │   └── InvalidModelResponse      invalid_model_response
 ├── RoleError
 │   ├── ForbiddenSpecEdit         forbidden_spec_edit
-│   └── PlanFileMissing           plan_file_missing
+│   ├── PlanFileMissing           plan_file_missing
+│   └── LoopLimit
+│       ├── ReviewLoopLimit       review_loop_limit
+│       └── SpecLoopLimit         spec_loop_limit
 ├── PlanError
 │   ├── PlanInvalid               plan_invalid
 │   ├── PlanRuntimeError          plan_runtime_error
@@ -59,7 +62,8 @@ __all__ = [
     "VersionMismatch", "WorkspaceError", "PathRejected", "ArtifactWriteFailed", "FileUnreadable",
     "SecretInArtifact", "ModelError",
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
-    "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing",
+    "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing", "LoopLimit",
+    "ReviewLoopLimit", "SpecLoopLimit",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "SkillError",
     "SkillMetadataInvalid", "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
@@ -207,6 +211,21 @@ class ForbiddenSpecEdit(RoleError):
 class PlanFileMissing(RoleError):
     """Orchestration chose a plan file that does not exist in the workspace."""
     code = "plan_file_missing"
+
+
+class LoopLimit(RoleError):
+    """lorch's review or spec loop ran more rounds on one task than the agent allows."""
+    code = "loop_limit"
+
+
+class ReviewLoopLimit(LoopLimit):
+    """The reviewer still requested changes after `--max-review-rounds` rounds on one task."""
+    code = "review_loop_limit"
+
+
+class SpecLoopLimit(LoopLimit):
+    """The spec maintainer still requested changes after `--max-spec-rounds` rounds on one task."""
+    code = "spec_loop_limit"
 
 
 class PlanError(AgentError):

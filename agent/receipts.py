@@ -82,6 +82,18 @@ class ReceiptStore:
         counts = [f"{a}={self._read_json(f'{task_dir}/.index/{a}.seq') or 0}" for a in _ACTIONS]
         return "sha256:" + hashlib.sha256(f"{ws_digest}|{','.join(counts)}".encode()).hexdigest()
 
+    def completed(self, task_id: str, key: str, action: str) -> int:
+        """How many `action` commands completed for this task under this idempotency key.
+
+        lorch reuses one key for every review (and every update_spec) of a task within a run, and
+        a new run has a new snapshot and so a new key: this counts the rounds of one loop, and
+        keeps counting across a restart of the agent.
+        """
+        index = self._read_json(self._index_path(task_id, key))
+        if not isinstance(index, list):
+            return 0
+        return sum(1 for e in index if isinstance(e, dict) and e.get("action") == action)
+
     def lookup(self, cmd: Command, in_digest: str, ws_digest: str) -> tuple[Receipt | None, str]:
         """The matching receipt (artifacts verified) or None, with a reason for the audit log."""
         ws_digest = self.state_digest(cmd.task_id, ws_digest)

@@ -153,14 +153,24 @@ def test_json_answers_send_the_role_schema_as_response_format(spawn) -> None:  #
         assert events(agent.run(make_command("review")), "review.completed")[-1]["status"] == "approved"
     fmt = fake.requests[0]["body"]["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"]["title"] == "Reviewer answer"
-    assert "JSON answer (form 2) only" in fake.requests[0]["body"]["messages"][0]["content"]
+    system = fake.requests[0]["body"]["messages"][0]["content"]
+    assert "Answer with exactly one JSON object" in system and "```lua" not in system
 
 
 def test_plan_answers_send_no_schema(spawn) -> None:  # type: ignore[no-untyped-def]
     fake = FakeOpenAI([REVIEW])
     with fake.running():
-        spawn("reviewer", "--base-url", fake.base_url, "--model", "m").run(make_command("review"))
+        spawn("reviewer", "--base-url", fake.base_url, "--model", "m", "--answers", "plan").run(make_command("review"))
     assert "response_format" not in fake.requests[0]["body"]
+    assert "function run(context)" in fake.requests[0]["body"]["messages"][0]["content"]
+
+
+def test_default_auto_answers_send_the_schema_to_a_server_of_unknown_capabilities(spawn) -> None:  # type: ignore[no-untyped-def]
+    fake = FakeOpenAI([REVIEW])
+    with fake.running():
+        spawn("reviewer", "--base-url", fake.base_url, "--model", "m").run(make_command("review"))
+    fmt = fake.requests[0]["body"]["response_format"]
+    assert fmt["json_schema"]["schema"]["title"] == "Reviewer answer"
 
 
 def test_repairs_resend_only_the_start_of_a_rejected_reply(spawn) -> None:  # type: ignore[no-untyped-def]

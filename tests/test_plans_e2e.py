@@ -68,7 +68,7 @@ end''')
 
 def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type: ignore[no-untyped-def]
     bad = lua("function run(context)\n  return {summary = undefined_helper()}\nend")
-    good = json.dumps({"summary": "fixed"})
+    good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
     agent = spawn("builder", replies=[bad, good])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["summary"] == "fixed"
@@ -80,7 +80,7 @@ def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type:
 def test_hostile_plans_are_contained_and_heartbeats_stay_on_time(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     spin = lua("function run(context)\n  while true do pcall(function() while true do end end) end\nend")
     escape = lua('function run(context)\n  return {summary = os.execute("id")}\nend')
-    agent = spawn("builder", "--plan-wall-s", "1.5", "--max-repairs", "0", replies=[spin, escape, json.dumps({"summary": "ok"})])
+    agent = spawn("builder", "--plan-wall-s", "1.5", "--max-repairs", "0", replies=[spin, escape, json.dumps({"summary": "ok", "no_changes_reason": "nothing to do"})])
     agent.send(make_command("implement", task_id="T-spin"))
     got = agent.until(lambda m: m.get("event") == "builder.completed", timeout=30)
     code = events(got, "error")[-1]["payload"]["code"]
@@ -130,7 +130,7 @@ end''')
 def test_builder_plan_cannot_forge_a_receipt(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     plan = lua('''function run(context)
   local w = tools.write("receipts/T-0001/.index/forged.json", "[]")
-  return {summary = "forge: " .. tostring(w.code)}
+  return {summary = "forge: " .. tostring(w.code), no_changes_reason = "only probing the sandbox"}
 end''')
     done = events(spawn("builder", replies=[plan]).run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["summary"] == "forge: path_rejected"

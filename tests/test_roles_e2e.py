@@ -144,6 +144,7 @@ def review_answer(status: str = "approved") -> str:
 
 
 def test_reviewer_writes_review_file_and_top_level_status(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text(CALC)
     agent = spawn("reviewer", replies=[review_answer("changes_requested")])
     done = events(agent.run(make_command("review")), "review.completed")[-1]
     assert done["status"] == "changes_requested"
@@ -166,6 +167,7 @@ def test_identical_resend_is_replayed_without_the_model(spawn) -> None:  # type:
 
 
 def test_second_review_after_builder_change_is_not_replayed(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text(CALC)
     agent = spawn("reviewer", replies=[review_answer("changes_requested"), review_answer("approved")])
     cmd = make_command("review")
     assert events(agent.run(cmd), "review.completed")[-1]["status"] == "changes_requested"
@@ -174,6 +176,7 @@ def test_second_review_after_builder_change_is_not_replayed(spawn, workspace: Pa
 
 
 def test_tampered_artifact_forces_a_fresh_run(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text(CALC)
     agent = spawn("reviewer", replies=[review_answer("changes_requested"), review_answer("approved")])
     cmd = make_command("review")
     agent.run(cmd)
@@ -232,13 +235,26 @@ def test_forbidden_edit_is_repaired_and_only_allowed_sections_change(spawn, work
     assert notes["edited_sections"] == ["Status"]
 
 
-def test_persistent_forbidden_edit_fails_and_exits(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_persistent_forbidden_edit_is_dropped_and_the_run_goes_on(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "SPEC.md").write_text(SPEC)
     agent = spawn("spec_maintainer", replies=[spec_answer("Behaviour")] * 3)
     got = agent.run(make_command("update_spec"))
-    assert events(got, "error")[-1]["payload"]["code"] == "forbidden_spec_edit"
-    assert agent.proc.wait(10) == 3
+    done = events(got, "spec.no_changes_needed")[-1]  # the only edit was dropped: nothing was updated
+    assert not events(got, "error") and done["payload"]["edited_sections"] == []
+    assert done["payload"]["usage"]["calls"] == 2  # the same answer twice: no third identical question
     assert (workspace / "SPEC.md").read_text() == SPEC
+    assert agent.proc.poll() is None  # still serving: no exit 3 over what the agent can resolve
+
+
+def test_forbidden_edit_dropped_after_repairs_keeps_the_allowed_ones(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    mixed = json.dumps({"status": "updated", "summary": "both", "section_edits": [
+        {"section": "Behaviour", "content": "rewritten!"}, {"section": "Status", "content": "done"}]})
+    agent = spawn("spec_maintainer", replies=[mixed] * 3)
+    done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
+    assert done["payload"]["edited_sections"] == ["Status"]
+    text = (workspace / "SPEC.md").read_text()
+    assert "add only" in text and "rewritten!" not in text and "## Status\n\ndone\n" in text
 
 
 def test_spec_changes_requested(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -322,12 +338,16 @@ def test_plan_file_case_slip_is_accepted_without_a_repair(spawn, workspace: Path
     assert events(got, "orchestration.proposed_tasks")[-1]["payload"]["plan_candidates"][0]["path"] == "PLAN.md"
 
 
-def test_updated_without_edits_is_sent_back(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_updated_without_edits_becomes_no_changes_needed(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "SPEC.md").write_text(SPEC)
     empty = json.dumps({"status": "updated", "summary": "updated"})
-    agent = spawn("spec_maintainer", replies=[empty, spec_answer("Status", "fresh")])
-    done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
-    assert done["payload"]["edited_sections"] == ["Status"]
+    agent = spawn("spec_maintainer", replies=[empty])  # one reply: no repair round is needed
+    got = agent.run(make_command("update_spec"))
+    done = events(got, "spec.no_changes_needed")[-1]
+    assert done["payload"]["edited_sections"] == [] and not events(got, "error")
+    assert json.loads((workspace / "spec_notes" / "T-0001.json").read_text())["status"] == "no_changes_needed"
+    assert b"taken as no_changes_needed" in (tmp_path / "stderr-0.txt").read_bytes()
+    assert (workspace / "SPEC.md").read_text() == SPEC
 
 
 # -- one path policy, through the real agent -------------------------------------------------

@@ -68,9 +68,16 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-repairs", type=int_in(0, 10), default=2,
                    metavar="N",
                    help="times an invalid answer is sent back to the model with the error")
-    g.add_argument("--answers", choices=("plan", "json"), default="plan",
-                   help="plan: prefer Lua plans; json: ask for the JSON answer and send its schema "
-                        "as response_format where the provider supports it")
+    g.add_argument("--answers", choices=("auto", "plan", "json"), default="auto",
+                   help="auto: per model and server (a grammar-constrained Lua plan for the builder when the "
+                        "server takes a GBNF grammar, else the JSON answer with its schema as response_format); "
+                        "plan: prefer Lua plans; json: the JSON answer with its schema as response_format")
+    g.add_argument("--max-review-rounds", type=int_in(1, 1000), default=4, metavar="N",
+                   help="review rounds on one task before the reviewer ends lorch's review loop")
+    g.add_argument("--max-spec-rounds", type=int_in(1, 1000), default=4, metavar="N",
+                   help="update_spec rounds on one task before the spec maintainer ends the loop")
+    g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
+                   help="builder: times the model is shown failing tests and asked to fix them (0: off)")
     g.add_argument("--max-tokens", type=int_in(1, 10_000_000), default=None,
                    metavar="N",
                    help="max_tokens for every model request (default: per role, builder 3072, others 1024)")
@@ -244,7 +251,9 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
         test_command=args.test_command or env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
-        prefer_plans=args.answers == "plan", plan_limits=limits, max_tokens=args.max_tokens)
+        answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
+        max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
+        test_repairs=args.test_repairs)
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

@@ -33,6 +33,8 @@ Provider, OpenAI-compatible endpoint (chosen when there is no `luallm_model`)
                         localhost or ::1, else cloud. Drives the `local-first` / `cloud-first` policies.
 `notes`                 optional, Markdown routing notes in the convention of `agent.models.notes`
                         (for endpoints luallm does not manage).
+`answers`               optional, the answer form for `--answers auto`: "auto" (default: decided from
+                        the server's capabilities), "plan", "json" or "grammar" (`agent.roles.answer_form`).
 
 Provider, luallm-managed local model (chosen when `luallm_model` is present)
 ----------------------------------------------------------------------------
@@ -40,8 +42,8 @@ Provider, luallm-managed local model (chosen when `luallm_model` is present)
 `luallm_model`          required, the EXACT luallm model name (an inexact one opens luallm's
                         interactive picker).
 `binary`                optional, luallm binary for this model (default: `luallm.binary`).
-`timeout_s` (default 300), `stall_s`, `streaming`, `supports_json_schema`, `notes` as above;
-`locality` is always "local".
+`timeout_s` (default 300), `stall_s`, `streaming`, `supports_json_schema`, `notes`, `answers` as
+above; `locality` is always "local".
 The endpoint is `http://127.0.0.1:<port>/v1` with the port read fresh from `luallm status --json`.
 
 `luallm`
@@ -149,6 +151,7 @@ class OpenAIProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local", "cloud"] | None = None
     notes: str | None = None
+    answers: Literal["auto", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod
@@ -197,6 +200,7 @@ class LuallmProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local"] = "local"
     notes: str | None = None
+    answers: Literal["auto", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

@@ -1,18 +1,41 @@
-"""Builder: implement / implement_changes → files written, tests run, `builder.completed`."""
+"""Builder: implement / implement_changes → files written, tests run, `builder.completed`.
+
+The prompt carries what the builder must see to change code rather than guess it: the spec, the
+files the task names (goal, inputs, `task_files`, expected outputs), for `implement_changes` the
+review and spec notes and every file they cite, then small project files while they fit, and a
+listing of the project's own files (never lorch's bookkeeping).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from agent.answers import AnswerSpec, obtain_answer
+import orjson
+
+from agent.answers import Answer, AnswerSpec, InvalidAnswer, obtain_answer
+from agent.errors import AgentError, ShuttingDown
 from agent.prompt import PromptBuilder
+from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.prompting import messages_for, quote_feedback, quote_files, quote_json, report_cuts
+from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
+from agent.roles.prompting import (
+    quote_feedback,
+    quote_files,
+    quote_json,
+    read_project_text,
+    report_cuts,
+    small_project_files,
+)
 from agent.roles.testrun import run_tests
 from agent.workspace import sanitize_id
 
-__all__ = ["handle", "feedback_files"]
+__all__ = ["handle", "feedback_files", "builder_prompt"]
+
+_TEST_TAIL = 2000
+_PATH_ALIASES = ("file", "filename", "file_path", "filepath", "name")
+_FILE_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "content": ("contents", "code", "text", "body", "source")}
+_EDIT_ALIASES: dict[str, tuple[str, ...]] = {"path": _PATH_ALIASES, "old": ("old_string", "old_text", "search", "find", "from"),
+                 "new": ("new_string", "new_text", "replace", "replacement", "to")}
 
 
 def feedback_files(task_id: str) -> list[str]:
@@ -21,42 +44,199 @@ def feedback_files(task_id: str) -> list[str]:
     return [f"reviews/{safe}.json", f"spec_notes/{safe}.json"]
 
 
-def _check_paths(ctx: CommandContext) -> Callable[[dict[str, Any]], None]:
-    """Refuse, while the model can still repair it, every file the workspace would refuse:
-    the path policy on the normalised path, symlinks, and secrets in the content."""
-    def check(answer: dict[str, Any]) -> None:
-        for f in answer.get("files", []):
-            ctx.workspace.check_write(f["path"], f["content"], policy=ctx.policy)
-    return check
+def _texts(value: Any) -> list[str]:
+    """Every string inside an inputs value (goal, instruction, approved plan, clarifications...)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
 
 
-def handle(ctx: CommandContext) -> Outcome:
+def _cited_paths(ctx: CommandContext, rel: str) -> list[str]:
+    """Paths a feedback file points at: review findings' paths (the files under review)."""
+    data = _load_json(ctx, rel)
+    findings = data.get("findings") if isinstance(data, dict) else None
+    return [f["path"] for f in findings or [] if isinstance(f, dict) and isinstance(f.get("path"), str)]
+
+
+def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list[str]:
+    """The files the builder must see in full, in order, without the spec."""
     cmd = ctx.cmd
-    budget = PromptBuilder(ctx.settings.budget)
-    parts = [f"# Task {cmd.task_id}: {cmd.action}", quote_json("Inputs", cmd.inputs)]
-    task_files = [p for p in cmd.inputs.get("task_files") or [] if isinstance(p, str)]
-    if task_files:
-        parts.append("## Current task files\n" + (quote_files(ctx, budget, task_files) or "(none exist yet)"))
+    named = [p for p in cmd.inputs.get("task_files") or [] if isinstance(p, str)]
+    named += [o.path for o in cmd.expected_outputs]
+    named += paths_named_in(_texts(cmd.inputs), listing)
+    if cmd.action == "implement_changes":
+        from agent.roles.reviewer import builder_files
+
+        for rel in feedback_files(cmd.task_id):
+            named += _cited_paths(ctx, rel)
+            named += paths_named_in(_texts(_load_json(ctx, rel)), listing)
+        named += builder_files(ctx)
+    seen: list[str] = []
+    for rel in named:
+        rel = rel.removeprefix("./")
+        if rel != spec and rel not in seen and bookkeeping_reason(rel) is None \
+                and read_project_text(ctx, rel, max_bytes=1) is not None:
+            seen.append(rel)
+    return seen
+
+
+def _load_json(ctx: CommandContext, rel: str) -> Any:
+    try:
+        return orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=1024 * 1024))
+    except (AgentError, OSError, orjson.JSONDecodeError):  # missing or not JSON: nothing to cite
+        return None
+
+
+def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:
+    """The builder's user message; `also` adds files it must see (what it just wrote, in a test repair)."""
+    from agent.roles.spec_maintainer import find_spec
+
+    cmd = ctx.cmd
+    listing = project_files(ctx.workspace, 200)
+    spec = find_spec(ctx)
+    must = _must_see(ctx, listing, spec)
+    must += [p for p in also or [] if p not in must and p != spec and bookkeeping_reason(p) is None]
+    parts = [f"# Task {cmd.task_id}: {cmd.action}"]
+    if isinstance(cmd.inputs.get("goal"), str):
+        parts.append(f"## Goal\n{cmd.inputs['goal']}\n")
+    parts.append(quote_json("Inputs", cmd.inputs))
+    if spec:
+        parts.append("## Spec\n" + quote_files(ctx, budget, [spec]))
+    small = small_project_files(ctx, listing, {*must, *([spec] if spec else [])})
+    if small:
+        parts.append("## Other project files\n" + quote_files(ctx, budget, small))
     if cmd.action == "implement_changes":
         parts.append("## Feedback to address\n" + (quote_feedback(ctx, budget, feedback_files(cmd.task_id))
                                                    or "(no review or spec notes found)"))
-    listing = ctx.workspace.listing(200)
-    parts.append("## Workspace files\n" + "\n".join(listing))
+    parts.append("## Files to change (current content)\n" + (quote_files(ctx, budget, must)
+                                                             or "(none of the named files exist yet)"))
+    parts.append("## Project files\n" + ("\n".join(listing) or "(the project has no files yet)"))
+    return "\n".join(parts)
+
+
+def _prepare(answer: Any) -> Any:
+    """Precise messages for the shapes small models get wrong; unambiguous aliases are accepted."""
+    if not isinstance(answer, dict):
+        return answer
+    files = answer.get("files")
+    if isinstance(files, list):
+        if any(isinstance(f, str) for f in files):
+            shown = ", ".join(repr(f) for f in files if isinstance(f, str))[:200]
+            raise InvalidAnswer(f"`files` must be a list of objects like {FILE_SHAPE}, one per file you write, "
+                                f"with its whole new content; you gave plain strings ({shown}). Do not list the "
+                                f"project's files: only the ones you change. For a change inside an existing file "
+                                f"use edits: [{EDIT_SHAPE}].")
+        answer["files"] = [_alias(f, _FILE_ALIASES) for f in files]
+    if isinstance(answer.get("edits"), list):
+        answer["edits"] = [_alias(e, _EDIT_ALIASES) for e in answer["edits"]]
+    return answer
+
+
+def _alias(entry: Any, aliases: dict[str, tuple[str, ...]]) -> Any:
+    """`entry` with each missing key taken from its one alias present (left alone when ambiguous)."""
+    if not isinstance(entry, dict):
+        return entry
+    out = dict(entry)
+    for key, names in aliases.items():
+        present = [a for a in names if a in out]
+        if key not in out and len(present) == 1:
+            out[key] = out.pop(present[0])
+    return out
+
+
+def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
+    def check(answer: dict[str, Any]) -> None:
+        writes = planned_writes(ctx.workspace, answer)
+        for w in writes:  # the role's path policy and the secret guard, while the model can still repair
+            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
+        if ctx.cmd.action == "implement" and not writes and not ctx.artifacts and not answer.get("no_changes_reason"):
+            raise InvalidAnswer("implement needs at least one change: give `files` (new files) or `edits` "
+                                f"(like [{EDIT_SHAPE}]), or say in `no_changes_reason` why nothing needs to change")
+    return check
+
+
+def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
+    def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
+        failed = check_change_entries(ctx.workspace, answer)
+        if not failed:
+            return None
+        kept = dict(answer)
+        kept["files"] = [f for i, f in enumerate(answer.get("files") or []) if f"files[{i}]" not in failed]
+        kept["edits"] = [e for i, e in enumerate(answer.get("edits") or []) if f"edits[{i}]" not in failed]
+        if not kept["files"] and not kept["edits"]:
+            return None
+        ctx.log("warn", "builder answer: dropped the changes that failed after the repairs",
+                dropped=sorted(failed), reasons=[m[:200] for m in failed.values()][:5])
+        return kept
+    return salvage
+
+
+def _run_tests(ctx: CommandContext) -> dict[str, Any]:
+    ctx.progress("files written; running tests", stage="testing", progress=0.8, files=len(ctx.artifacts))
+    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
+                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
+    ctx.log("info", "tests ran", status=tests["status"])
+    return tests
+
+
+def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -> Answer | None:
+    """One more answer, shown the failing test output and the files as they are now; None if none came.
+
+    lorch fails the run on the first `builder.completed` whose tests fail, so the builder's only
+    second chance is within the command.
+    """
+    budget = PromptBuilder(ctx.settings.budget)
+    user = builder_prompt(ctx, budget, [a.path for a in ctx.artifacts])
+    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
+    user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
+             "Fix the code (not the tests) so that they pass; the files above show your change.")
+    ctx.progress("tests failed; asking the model to fix them", stage="implementing", progress=0.6)
+    try:
+        return obtain_answer(ctx, spec, user)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:  # keep the real result of the last change rather than a new failure
+        ctx.log("warn", "test repair failed", code=exc.code, reason=exc.message[:300])
+        return None
+
+
+def handle(ctx: CommandContext) -> Outcome:
+    budget = PromptBuilder(ctx.settings.budget)
+    user = builder_prompt(ctx, budget)
     if ctx.settings.test_command:  # refuse before spending a model call on work we could not test
         from agent.sandbox import ensure_commands_allowed
 
         ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
-    answer = obtain_answer(ctx, AnswerSpec("builder", "planning", _check_paths(ctx), guard_answer=False),
-                           messages_for(ctx, "\n".join(parts)))
-    for f in answer.data.get("files", []):
-        ctx.write(f["path"], f["content"])
-    ctx.progress("files written; running tests", stage="testing", progress=0.8, files=len(ctx.artifacts))
-    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
-                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
-    ctx.log("info", "tests ran", status=tests["status"])
+    spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False)
+    answer = obtain_answer(ctx, spec, user)
+    for write in planned_writes(ctx.workspace, answer.data):
+        ctx.write(write.path, write.content)
+    tests = _run_tests(ctx)
+    repairs = 0
+    while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
+        repairs += 1
+        fixed = _test_repair(ctx, spec, tests)
+        if fixed is None:
+            break
+        writes = planned_writes(ctx.workspace, fixed.data)
+        if not writes and not fixed.plan:
+            break
+        answer = fixed
+        for write in writes:
+            ctx.write(write.path, write.content)
+        tests = _run_tests(ctx)
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
-                               "files": [a.path for a in ctx.artifacts], "answer_via": answer.via}
+                               "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
+                               "answer_form": answer.form}
+    if repairs:
+        payload["test_repairs"] = repairs
+    if answer.data.get("no_changes_reason") and not ctx.artifacts:
+        payload["no_changes_reason"] = answer.data["no_changes_reason"]
     cuts = report_cuts(ctx, budget)
     if cuts:
         payload["prompt_cuts"] = cuts

@@ -33,9 +33,18 @@ class RoleSettings:
     budget: PromptBudget = field(default_factory=PromptBudget)
     max_repairs: int = 2
     max_tool_rounds: int = 3
-    prefer_plans: bool = True
+    answers: str = "auto"  # --answers: auto | plan | json (agent.roles.answer_form)
     max_tokens: int | None = None  # None: each role's default (agent.models.limits.default_max_tokens)
     plan_limits: Any = None  # agent.plans.PlanLimits, imported lazily
+    max_review_rounds: int = 4  # review rounds on one task before the agent ends lorch's loop
+    max_spec_rounds: int = 4    # update_spec rounds on one task, likewise
+    context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
+    test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
+
+    @property
+    def prefer_plans(self) -> bool:
+        """Whether Lua plans may be asked for (so the plan runtime is worth warming up)."""
+        return self.answers != "json"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from agent.answers import AnswerSpec, obtain_answer
 from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing, SecretInArtifact
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.prompting import messages_for, quote_files, quote_json, report_cuts
+from agent.roles.prompting import quote_files, quote_json, report_cuts
 from agent.roles.spec_maintainer import SPEC_SEARCH
 from agent.workspace import sanitize_id
 
@@ -65,7 +65,7 @@ def handle(ctx: CommandContext) -> Outcome:
 
     ctx.progress(f"asking the model to plan from {len(paths)} candidate files", stage="planning")
     answer = obtain_answer(ctx, AnswerSpec("orchestration", "intake", check,
-                                           guard_answer=bool(cmd.expected_outputs)), messages_for(ctx, "\n".join(parts)))
+                                           guard_answer=bool(cmd.expected_outputs)), "\n".join(parts))
     data = answer.data
     cuts = report_cuts(ctx, budget)
     if data.get("needs_clarification") and data.get("questions"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,26 +15,86 @@ from agent.prompt import PromptBuilder
 from agent.resources import prompt_text, schema_dir
 from agent.roles.context import CommandContext
 
-__all__ = ["system_prompt", "messages_for", "quote_files", "quote_feedback", "quote_json", "report_cuts"]
+__all__ = ["system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
+           "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
+
+_EXAMPLES = Path(__file__).resolve().parent / "examples"
+
 
 @functools.cache
-def system_prompt(role: str) -> str:
-    from agent.answers import plan_tools_for
-    from agent.plans import tools_prompt_text
+def _text(name: str) -> str:
+    return prompt_text(name)
 
+
+@functools.cache
+def compact_schema(role: str) -> str:
+    """The role's answer schema without its bookkeeping keys, as one compact JSON line."""
     schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
-    common = prompt_text("common.txt").replace("{tools}", tools_prompt_text(plan_tools_for(role)))
-    common = common.replace("{schema}", json.dumps(schema, indent=1, sort_keys=True))
-    return f"{common}\n{prompt_text(role + '.txt')}"
+    for key in ("$schema", "$id", "title", "description"):
+        schema.pop(key, None)
+    reasoning = schema.get("properties", {}).get("reasoning")
+    if isinstance(reasoning, dict):
+        reasoning.pop("description", None)
+    return json.dumps(schema, separators=(",", ":"))
 
 
-_JSON_ONLY = ("\nThis agent is configured for JSON answers: reply with the JSON answer (form 2) only, "
-              "no Lua plan and no action list.\n")
+@functools.cache
+def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
+    """The worked example for `action` as (its task, its answer in the form's language), or None.
+
+    It goes into the first prompt as an earlier user/assistant exchange: a small model copied an
+    example quoted inside the system prompt into its own answer (seen with a 0.5B builder), and
+    copies a separate, finished exchange far less.
+    """
+    stem = f"{role}.{action}"
+    if not (_EXAMPLES / f"{stem}.json").is_file():
+        return None
+    data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
+    if form in ("plan", "grammar"):
+        answer = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
+    else:
+        answer = json.dumps(data["answer"], ensure_ascii=False)
+    task = f"(A worked example, to show the form; your own task follows.)\n{data['task'].rstrip()}\n"
+    return task, answer
 
 
-def messages_for(ctx: CommandContext, user: str) -> list[dict[str, str]]:
-    system = system_prompt(ctx.role) + ("" if ctx.settings.prefer_plans else _JSON_ONLY) + _skills_text(ctx)
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+@functools.cache
+def system_prompt(role: str, form: str = "plan") -> str:
+    """The system prompt of a role's first request: who it is, how to answer in `form`, its rules."""
+    from agent.answers import plan_tools_for
+
+    parts = [_text("common.txt")]
+    template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role))
+    if "{tools}" in template:
+        from agent.plans import tools_prompt_text
+
+        template = template.replace("{tools}", tools_prompt_text(plan_tools_for(role)))
+    parts.append(template)
+    parts.append(_text(role + ".txt"))
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+_CLOSING = {"json": "Reply now with the JSON answer for this task.",
+            "plan": "Reply now with the Lua plan (or the JSON answer) for this task.",
+            "grammar": "Reply now with the Lua plan for this task."}
+
+
+def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:
+    """System prompt, the worked example as an earlier exchange, then the task itself."""
+    messages = [{"role": "system", "content": system_prompt(role, form)}]
+    example = worked_example(role, action, form)
+    if example is not None:
+        messages += [{"role": "user", "content": example[0]}, {"role": "assistant", "content": example[1]}]
+    messages.append({"role": "user", "content": f"{user.rstrip()}\n\n{_CLOSING[form]}"})
+    return messages
+
+
+def messages_for(ctx: CommandContext, user: str, form: str = "plan") -> list[dict[str, str]]:
+    messages = first_messages(ctx.role, ctx.cmd.action, form, user)
+    skills = _skills_text(ctx)
+    if skills:  # promoted skills a plan may call: only forms that can write a plan
+        messages[0] = {"role": "system", "content": messages[0]["content"] + skills}
+    return messages
 
 
 def _skills_text(ctx: CommandContext) -> str:
@@ -50,22 +111,64 @@ def quote_json(title: str, value: Any) -> str:
     return f"## {title}\n```json\n{orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()}\n```\n"
 
 
-def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str], policy: PathPolicy = MODEL) -> str:
+def quote_files(ctx: CommandContext, builder: PromptBuilder, paths: list[str], policy: PathPolicy = MODEL, *,
+                numbered: bool = False) -> str:
     """File sections for the existing paths among `paths` that `policy` lets a prompt show (budgeted).
 
     Task files come from an intake's answer, so by default they are a model-facing read: no
     dot-path (`.env`) or bookkeeping file is ever quoted to the model.
+
+    `numbered` prefixes each line with its number (`  7| ...`), so a reviewer can cite real lines;
+    the builder gets the plain text, which it copies into `edits`.
     """
     out = []
     for rel in paths:
-        if not isinstance(rel, str) or not ctx.workspace.exists(rel, policy=policy):
+        text = read_project_text(ctx, rel, policy=policy)
+        if text is None:
+            continue
+        out.append(builder.file(rel, number_lines(text) if numbered else text))
+    return "\n".join(out)
+
+
+def read_project_text(ctx: CommandContext, rel: str, max_bytes: int = 4 * 1024 * 1024,
+                      policy: PathPolicy = MODEL) -> str | None:
+    """A workspace file's text, or None when it is missing, refused by `policy`, not a file or not UTF-8."""
+    if not isinstance(rel, str):
+        return None
+    try:
+        if not ctx.workspace.is_file(rel, policy=policy):
+            return None
+        return ctx.workspace.read_text(rel, max_bytes=max_bytes, policy=policy)
+    except (AgentError, OSError, ValueError):
+        return None
+
+
+def small_project_files(ctx: CommandContext, listing: list[str], shown: set[str],
+                        max_file_bytes: int = 8 * 1024) -> list[str]:
+    """Small text files of `listing` not shown yet, while they fit in `ctx.settings.context_bytes`."""
+    out: list[str] = []
+    used = 0
+    for rel in listing:
+        if rel in shown:
             continue
         try:
-            text = ctx.workspace.read_text(rel, max_bytes=4 * 1024 * 1024, policy=policy)
-        except (OSError, ValueError, AgentError):
+            size = ctx.workspace.lstat(rel, policy=MODEL).st_size
+        except (AgentError, OSError):
             continue
-        out.append(builder.file(rel, text))
-    return "\n".join(out)
+        if size > max_file_bytes or used + size > ctx.settings.context_bytes:
+            continue
+        text = read_project_text(ctx, rel, max_bytes=max_file_bytes)
+        if text is None or "\x00" in text:
+            continue
+        out.append(rel)
+        used += size
+    return out
+
+
+def number_lines(text: str) -> str:
+    lines = text.splitlines()
+    width = max(3, len(str(len(lines))))
+    return "\n".join(f"{n:>{width}}| {line}" for n, line in enumerate(lines, 1))
 
 
 _VOLATILE = ("created_at",)

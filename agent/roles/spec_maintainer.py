@@ -6,6 +6,7 @@ edit is refused with `forbidden_spec_edit` (sent back to the model for repair fi
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -13,11 +14,12 @@ import orjson
 
 from agent.answers import AnswerSpec, obtain_answer
 from agent.clock import utc_now
-from agent.errors import ForbiddenSpecEdit
+from agent.errors import AgentError, ForbiddenSpecEdit, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.prompting import messages_for, quote_feedback, quote_files, quote_json, report_cuts
+from agent.roles.loops import current_round, end_loop
+from agent.roles.prompting import quote_feedback, quote_files, quote_json, report_cuts
 from agent.roles.reviewer import builder_files
 from agent.workspace import sanitize_id
 
@@ -33,8 +35,18 @@ EVENTS = {"updated": "spec.updated", "no_changes_needed": "spec.no_changes_neede
 
 
 def find_spec(ctx: CommandContext) -> str | None:
-    candidates = [ctx.settings.spec_path] if ctx.settings.spec_path else list(SPEC_SEARCH)
-    return next((p for p in candidates if p and ctx.workspace.exists(p)), None)
+    """The configured spec path, else the first of SPEC_SEARCH, else the first Markdown file in specs/."""
+    if ctx.settings.spec_path:
+        return ctx.settings.spec_path if ctx.workspace.exists(ctx.settings.spec_path) else None
+    found = next((p for p in SPEC_SEARCH if ctx.workspace.exists(p)), None)
+    if found:
+        return found
+    try:
+        names = sorted(os.listdir(ctx.workspace.resolve("specs")))
+    except (AgentError, OSError):
+        return None
+    return next((f"specs/{n}" for n in names if n.lower().endswith(".md") and not n.startswith(".")
+                 and ctx.workspace.is_file(f"specs/{n}", policy=AGENT)), None)
 
 
 def _canonical(section: str) -> str | None:
@@ -42,16 +54,57 @@ def _canonical(section: str) -> str | None:
     return next((a for a in ALLOWED_SECTIONS if a.lower() == name.lower()), None)
 
 
+def edit_error(edit: dict[str, Any]) -> str | None:
+    """Why one section edit is not allowed, or None."""
+    if _canonical(edit["section"]) is None:
+        return f"section {edit['section']!r} may not be edited; allowed: {', '.join(ALLOWED_SECTIONS)}"
+    if any(_TOP_HEADING.match(line) for line in edit["content"].splitlines()):
+        return f"the content for {edit['section']!r} contains a top-level heading; give the section body only"
+    return None
+
+
 def check_edits(answer: dict[str, Any]) -> None:
     for edit in answer.get("section_edits") or []:
-        if _canonical(edit["section"]) is None:
-            raise ForbiddenSpecEdit(
-                f"section {edit['section']!r} may not be edited; allowed: {', '.join(ALLOWED_SECTIONS)}",
-                section=edit["section"])
-        if any(_TOP_HEADING.match(line) for line in edit["content"].splitlines()):
-            raise ForbiddenSpecEdit(
-                f"the content for {edit['section']!r} contains a top-level heading; give the section body only",
-                section=edit["section"])
+        why = edit_error(edit)
+        if why:
+            raise ForbiddenSpecEdit(why, section=edit["section"])
+
+
+def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
+    def prepare(answer: Any) -> Any:
+        # "updated" with nothing to apply is a contradiction the agent resolves itself: nothing
+        # was updated, so the spec needed no change (issue 8: it used to fail the whole run).
+        if isinstance(answer, dict) and answer.get("status") == "updated" and not answer.get("section_edits"):
+            ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
+            answer = {**answer, "status": "no_changes_needed"}
+            answer.pop("section_edits", None)
+        return answer
+    return prepare
+
+
+def _rules(spec: str | None):  # type: ignore[no-untyped-def]
+    def check(answer: dict[str, Any]) -> None:
+        if answer.get("section_edits") and spec is None:
+            raise ForbiddenSpecEdit("there is no spec file to edit; answer without section_edits "
+                                    "(no_changes_needed or changes_requested)")
+        check_edits(answer)
+    return check
+
+
+def _salvage(ctx: CommandContext, spec: str | None):  # type: ignore[no-untyped-def]
+    def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
+        edits = answer.get("section_edits") or []
+        kept = [e for e in edits if edit_error(e) is None] if spec is not None else []
+        dropped = [str(e["section"]) for e in edits if e not in kept]
+        ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
+        out = {**answer, "section_edits": kept}
+        if not kept:
+            out.pop("section_edits")
+            if out["status"] == "updated":
+                ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
+                out["status"] = "no_changes_needed"
+        return out
+    return salvage
 
 
 def apply_section_edits(text: str, edits: list[dict[str, Any]]) -> str:
@@ -74,22 +127,29 @@ def apply_section_edits(text: str, edits: list[dict[str, Any]]) -> str:
 
 def handle(ctx: CommandContext) -> Outcome:
     cmd = ctx.cmd
+    limit = ctx.settings.max_spec_rounds
+    round_no = current_round(ctx)
+    safe = sanitize_id(cmd.task_id)
+    if round_no > limit:
+        raise end_loop(SpecLoopLimit, ctx, round_no - 1, limit, "--max-spec-rounds", _previous_changes(ctx))
     budget = PromptBuilder(ctx.settings.budget)
     spec = find_spec(ctx)
-    safe = sanitize_id(cmd.task_id)
     parts = [f"# Update the spec for task {cmd.task_id}", quote_json("Inputs", cmd.inputs),
              "## Spec file\n" + (quote_files(ctx, budget, [spec], AGENT) if spec else "(no spec file found)"),
              "## Review\n" + (quote_feedback(ctx, budget, [f"reviews/{safe}.json"]) or "(none)"),
              "## Files written by the builder\n" + ("\n".join(builder_files(ctx)) or "(unknown)")]
+    if round_no > 1:
+        parts.append("## Your previous notes for this task\n"
+                     + (quote_feedback(ctx, budget, [f"spec_notes/{safe}.json"]) or "(none)")
+                     + f"\nThis is round {round_no} of at most {limit}: ask for changes again only if the "
+                       "implementation still contradicts the spec.")
     ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
-    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", check_edits),
-                           messages_for(ctx, "\n".join(parts)))
+    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", _rules(spec), _prepare(ctx),
+                                           _salvage(ctx, spec)), "\n".join(parts))
     data = answer.data
     edits = data.get("section_edits") or []
     edited: list[str] = []
-    if edits:
-        if spec is None:
-            raise ForbiddenSpecEdit("no spec file found to edit (set --spec-path)")
+    if edits and spec is not None:
         new_text = apply_section_edits(ctx.workspace.read_text(spec), edits)
         # The spec maintainer's exception: the one spec file it found (or was given) to edit.
         ctx.write(spec, new_text, policy=ctx.policy.allowing(ctx.workspace.normalize(spec)))
@@ -98,11 +158,22 @@ def handle(ctx: CommandContext) -> Outcome:
              "required_changes": data.get("required_changes", []), "edited_sections": edited,
              "spec_file": spec, "created_at": utc_now()}
     notes_art = ctx.write(f"spec_notes/{safe}.json", orjson.dumps(notes, option=orjson.OPT_INDENT_2))
+    if data["status"] == "changes_requested" and round_no >= limit:
+        raise end_loop(SpecLoopLimit, ctx, round_no, limit, "--max-spec-rounds", data.get("required_changes", []))
     payload: dict[str, Any] = {"summary": data["summary"], "edited_sections": edited,
-                               "notes_file": notes_art.path, "answer_via": answer.via}
+                               "notes_file": notes_art.path, "answer_via": answer.via, "answer_form": answer.form}
     if data.get("required_changes"):
         payload["required_changes"] = data["required_changes"]
     cuts = report_cuts(ctx, budget)
     if cuts:
         payload["prompt_cuts"] = cuts
     return Outcome(EVENTS[data["status"]], payload)
+
+
+def _previous_changes(ctx: CommandContext) -> list[str]:
+    try:
+        data = orjson.loads(ctx.workspace.read_bytes(f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json"))
+    except (AgentError, OSError, orjson.JSONDecodeError):
+        return []
+    changes = data.get("required_changes") if isinstance(data, dict) else None
+    return [str(c) for c in changes or []]

@@ -45,7 +45,7 @@ def test_kill_9_of_the_agent_leaves_no_child_alive_after_1s(spawn, how):
     marker = uuid.uuid4().hex
     args = ["--plan-wall-s", "60", "--plan-run-allow", "sleep"] if how == "plan_command" else \
         ["--test-command", "sleep 30"]
-    reply = PLAN if how == "plan_command" else {"summary": "nothing to change", "files": []}
+    reply = PLAN if how == "plan_command" else {"summary": "nothing to change", "files": [], "no_changes_reason": "already done"}
     agent = spawn("builder", *args, replies=[reply], env={MARKER_VAR: marker})
     agent.send(make_command("implement"))
     assert _wait_for(lambda: any(c.startswith("sleep 30") for c in _cmdlines(marker).values()), 30), \

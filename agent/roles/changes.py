@@ -1,0 +1,195 @@
+"""The builder's answer as file changes: whole files and exact edits, checked before anything is written.
+
+Each change is checked on its own so that a repair message can name exactly which entry failed
+and why, and so that, after the repair budget, the entries that passed can still be written:
+
+* a path must be a project file (no lorch or agent bookkeeping, no dot-path, inside the workspace);
+* `files` must not replace an existing file with a fraction of it (issue 8: a class and its test
+  file overwritten with one stub) — new content under 40% of the old lines when the old file had
+  10 lines or more, every test of a test file gone, a class gone, or most of its named definitions
+  gone;
+* each edit's `old` text must occur exactly once in the file as it stands after the earlier
+  changes of the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agent.answers import InvalidAnswer
+from agent.errors import AgentError, PathRejected
+from agent.pathpolicy import MODEL
+from agent.roles.project_files import bookkeeping_reason, line_count
+from agent.workspace import Workspace
+
+__all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",
+           "FILE_SHAPE", "EDIT_SHAPE"]
+
+FILE_SHAPE = '{"path": "src/app.py", "content": "<the whole new file>"}'
+EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new": "<its replacement>"}'
+_SHRINK_RATIO = 0.4
+_SHRINK_MIN_LINES = 10
+_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+function)\s+([A-Za-z_][\w.:]*)", re.M)
+_CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
+_TEST_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+(test\w*)|^\s*(?:it|test)\s*\(", re.M)
+_TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*$|[^/]*_test\.\w+$|[^/]*\.test\.\w+$|[^/]*_spec\.\w+$)")
+
+
+class ChangeError(InvalidAnswer):
+    """One change of the builder's answer cannot be applied; the message names the entry (repairable)."""
+
+
+@dataclass
+class FileWrite:
+    path: str
+    content: str
+    source: str  # "files[0]", "edits[2]", ... (the entries that produced this content)
+
+
+def shrink_reason(path: str, old: str, new: str) -> str | None:
+    """Why writing `new` over `old` would destroy most of the file, or None."""
+    old_lines, new_lines = line_count(old), line_count(new)
+    if old_lines >= _SHRINK_MIN_LINES and new_lines < _SHRINK_RATIO * old_lines:
+        return f"would replace {path} ({old_lines} lines) with {new_lines} lines"
+    if _TEST_FILE.search(path) and _TEST_DEFINITION.search(old) and not _TEST_DEFINITION.search(new):
+        return f"would remove every test from {path}"
+    lost_classes = [c for c in dict.fromkeys(_CLASS.findall(old)) if c not in set(_CLASS.findall(new))]
+    if lost_classes:
+        return f"would remove class {', '.join(lost_classes[:6])} from {path}"
+    old_defs = list(dict.fromkeys(_DEFINITION.findall(old)))
+    if len(old_defs) >= 3:
+        new_defs = set(_DEFINITION.findall(new))
+        lost = [d for d in old_defs if d not in new_defs]
+        if len(lost) * 2 >= len(old_defs):
+            return f"would remove {', '.join(lost[:6])} from {path}"
+    return None
+
+
+def _locate(content: str, old: str) -> str:
+    """Where the first line of `old` is in `content`, to make a 'not found' message precise."""
+    first = next((ln.strip() for ln in old.splitlines() if ln.strip()), "")
+    if not first:
+        return "old is only whitespace"
+    hits = [n for n, ln in enumerate(content.splitlines(), 1) if first in ln]
+    if not hits:
+        return f"not even its first line ({first[:80]!r}) is in the file"
+    return (f"its first line ({first[:80]!r}) is at line {hits[0]}, but the lines after it differ: copy old "
+            "exactly, with the same indentation")
+
+
+def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
+    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous."""
+    count = content.count(old)
+    if count == 0 and old.strip("\n") and content.count(old.strip("\n")) == 1:
+        old = old.strip("\n")  # blank lines around the snippet are a common, harmless slip
+        new = new.strip("\n")
+        count = 1
+    if count == 0:
+        extra = _missing_indent(content, old)
+        if extra:
+            return _reindented(content, old, new, extra, where, path)
+    if count == 1:
+        at = content.index(old)
+        line_start = content.rfind("\n", 0, at) + 1
+        extra = content[line_start:at]
+        if extra and not extra.strip():
+            # `old` matched inside a line's indentation: the model dropped the file's outer
+            # indentation (seen with a 0.5B model). Re-indent both sides rather than splice code
+            # into the middle of the whitespace.
+            return _reindented(content, old, new, extra, where, path)
+        return content.replace(old, new, 1)
+    if count == 0:
+        raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
+    lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
+    raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
+                      "include more of the surrounding lines so it occurs exactly once", path=path)
+
+
+def _indent(text: str, extra: str) -> str:
+    return "".join(extra + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _missing_indent(content: str, old: str) -> str | None:
+    """The indentation that `old` lacks everywhere, when with it `old` occurs exactly once."""
+    first = next((ln for ln in old.splitlines() if ln.strip()), "")
+    own = first[:len(first) - len(first.lstrip())]
+    extras = {ln[:len(ln) - len(ln.lstrip())] for ln in content.splitlines() if ln.strip() == first.strip()}
+    hits = [e[len(own):] for e in extras if e.startswith(own) and len(e) > len(own)
+            and content.count(_indent(old, e[len(own):])) == 1]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _reindented(content: str, old: str, new: str, extra: str, where: str, path: str) -> str:
+    old_in, new_in = _indent(old, extra), _indent(new, extra)
+    if content.count(old_in) == 1:
+        return content.replace(old_in, new_in, 1)
+    raise ChangeError(f"{where}: the old text is in {path} only with {len(extra)} more spaces of indentation on "
+                      "some lines; copy old exactly, with the file's indentation", path=path)
+
+
+def _check_path(ws: Workspace, path: str, where: str) -> str:
+    ws.resolve(path)  # PathRejected for anything outside the workspace
+    reason = bookkeeping_reason(path)
+    if reason:
+        raise PathRejected(f"{where}: the builder may not write {path}: {reason}", path=path)
+    return ws.normalize(path)  # judged and keyed on the normalised path (`./a`, `src/../a` are `a`)
+
+
+def _current(ws: Workspace, path: str, pending: dict[str, FileWrite]) -> str | None:
+    if path in pending:
+        return pending[path].content
+    try:
+        if not ws.is_file(path, policy=MODEL):
+            return None
+        return ws.read_text(path, policy=MODEL)
+    except (AgentError, OSError):
+        return None
+
+
+def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | None = None) -> list[FileWrite]:
+    """The files the answer writes, in order, with edits applied; raises on the first bad entry.
+
+    `skip` names entries ("files[1]", "edits[0]") to leave out: what a salvage dropped.
+    """
+    skip = skip or set()
+    pending: dict[str, FileWrite] = {}
+    for i, f in enumerate(answer.get("files") or []):
+        where = f"files[{i}]"
+        if where in skip:
+            continue
+        path = _check_path(ws, f["path"], where)
+        old = _current(ws, path, pending)
+        if old is not None:
+            why = shrink_reason(path, old, f["content"])
+            if why:
+                raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
+                                  f"or change it with edits like {EDIT_SHAPE}", path=path)
+        pending[path] = FileWrite(path, f["content"], where)
+    for i, e in enumerate(answer.get("edits") or []):
+        where = f"edits[{i}]"
+        if where in skip:
+            continue
+        path = _check_path(ws, e["path"], where)
+        content = _current(ws, path, pending)
+        if content is None:
+            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{FILE_SHAPE}]", path=path)
+        updated = apply_edit(content, e["old"], e["new"], where, path)
+        source = f"{pending[path].source}+{where}" if path in pending else where
+        pending[path] = FileWrite(path, updated, source)
+    return list(pending.values())
+
+
+def check_change_entries(ws: Workspace, answer: dict[str, Any]) -> dict[str, str]:
+    """Every failing entry with its reason, checking each one in order (for a salvage)."""
+    failed: dict[str, str] = {}
+    names = [f"files[{i}]" for i in range(len(answer.get("files") or []))]
+    names += [f"edits[{i}]" for i in range(len(answer.get("edits") or []))]
+    for name in names:
+        others = {n for n in names if n != name and n not in failed and names.index(n) > names.index(name)}
+        try:
+            planned_writes(ws, answer, skip=set(failed) | others)
+        except AgentError as exc:
+            failed[name] = exc.message
+    return failed

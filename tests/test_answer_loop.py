@@ -1,0 +1,124 @@
+"""The answer loop: repairs that never resend an identical request, and say precisely what to fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from role_context import FakeModel, Recorded, make_context
+
+from agent.answers import AnswerSpec, obtain_answer
+from agent.errors import InvalidModelResponse, ModelTimeout
+from agent.models.base import ModelReply
+from agent.roles.context import RoleSettings
+
+APPROVED = json.dumps({"status": "approved", "summary": "fine", "findings": []})
+BAD = json.dumps({"status": "maybe", "summary": "?", "findings": []})
+REVIEW = AnswerSpec("reviewer", "review")
+
+
+def _signature(request) -> tuple[str, int | None, bool]:  # type: ignore[no-untyped-def]
+    return request.digest(), request.max_tokens, request.response_schema is not None
+
+
+def test_a_timeout_asks_for_less_in_the_constrained_form(tmp_path: Path) -> None:
+    model = FakeModel([ModelTimeout("read timeout"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=4096))
+    answer = obtain_answer(ctx, REVIEW, "review it")
+    assert answer.data["status"] == "approved" and answer.form == "json"
+    first, second = model.requests
+    assert first.max_tokens == 4096 and second.max_tokens == 2048
+    assert first.response_schema is None and second.response_schema is not None  # plan → JSON with its schema
+    assert "Be brief" in second.messages[-1]["content"] and len(second.messages) == len(first.messages)
+    assert _signature(first) != _signature(second)
+
+
+def test_a_timeout_without_max_tokens_sets_a_ceiling(tmp_path: Path) -> None:
+    model = FakeModel([ModelTimeout("t"), ModelTimeout("t"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=None))
+    obtain_answer(ctx, REVIEW, "review it")
+    assert [r.max_tokens for r in model.requests] == [None, 1024, 512]
+    assert len({_signature(r) for r in model.requests}) == 3
+
+
+def test_timeouts_past_the_repair_budget_fail_with_the_timeout(tmp_path: Path) -> None:
+    model = FakeModel([ModelTimeout("t")] * 3)
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json"))
+    with pytest.raises(ModelTimeout):
+        obtain_answer(ctx, REVIEW, "review it")
+    assert len(model.requests) == 3
+
+
+def test_a_cut_off_answer_is_told_so(tmp_path: Path) -> None:
+    cut = ModelReply(text='{"status": "approved", "summary": "the code looks')
+    cut.finish_reason = "length"  # type: ignore[attr-defined]  # set by the streaming model layer
+    model = FakeModel([cut, APPROVED])
+    obtain_answer(make_context(tmp_path, "review", model), REVIEW, "review it")
+    assert "cut off at the token limit" in model.requests[1].messages[-1]["content"]
+
+
+def test_the_same_invalid_plan_answer_twice_switches_to_json(tmp_path: Path) -> None:
+    model = FakeModel([BAD, BAD, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan"))
+    answer = obtain_answer(ctx, REVIEW, "review it")
+    assert answer.form == "json"
+    assert [r.response_schema is not None for r in model.requests] == [False, False, True]
+    assert "same answer twice" in model.requests[2].messages[-1]["content"]
+    assert len({_signature(r) for r in model.requests}) == 3
+
+
+def test_the_same_invalid_json_answer_twice_ends_the_asking(tmp_path: Path) -> None:
+    model = FakeModel([BAD, BAD, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json"))
+    with pytest.raises(InvalidModelResponse):
+        obtain_answer(ctx, REVIEW, "review it")
+    assert len(model.requests) == 2  # no third identical question
+
+
+def test_a_failed_plan_reports_what_it_wrote(tmp_path: Path) -> None:
+    failing = "```lua\nfunction run(context)\n  tools.write('src/a.py', 'x = 1\\n')\n  error('boom')\nend\n```"
+    done = json.dumps({"summary": "a.py is written", "no_changes_reason": "the plan already wrote it"})
+    model = FakeModel([failing, done])
+    rec = Recorded()
+    ctx = make_context(tmp_path, "implement", model, record=rec)
+    obtain_answer(ctx, AnswerSpec("builder", "planning"), "build it")
+    repair = model.requests[1].messages[-1]["content"]
+    assert "plan_runtime_error" in repair and "your plan wrote: src/a.py" in repair
+    assert [a.path for a in ctx.artifacts] == ["src/a.py"]
+    assert ("artifact.produced", {"path": "src/a.py", "sha256": ctx.artifacts[0].sha256, "size": 6}) in rec.events
+
+
+def test_a_disallowed_test_run_and_an_indexed_error_get_named(tmp_path: Path) -> None:
+    plan = ("```lua\nfunction run(context)\n  local r = tools.run('pytest -q')\n"
+            "  return {summary = r.stdout:sub(1, 10)}\nend\n```")
+    model = FakeModel([plan, json.dumps({"summary": "ok", "no_changes_reason": "x"})])
+    obtain_answer(make_context(tmp_path, "implement", model), AnswerSpec("builder", "planning"), "build it")
+    repair = model.requests[1].messages[-1]["content"]
+    assert "tools.run({\"cmd\":\"pytest -q\"}) → command rejected: 'pytest' is not an allowed command" in repair
+    assert "the agent runs the project's test command itself" in repair
+    assert "r.error" in repair  # check a tool's result before indexing it
+
+
+def test_python_list_syntax_gets_the_lua_way(tmp_path: Path) -> None:
+    plan = "```lua\nfunction run(context)\n  local files = [1, 2]\n  return {summary = 'x'}\nend\n```"
+    model = FakeModel([plan, json.dumps({"summary": "ok", "no_changes_reason": "x"})])
+    obtain_answer(make_context(tmp_path, "implement", model), AnswerSpec("builder", "planning"), "build it")
+    repair = model.requests[1].messages[-1]["content"]
+    assert "plan_invalid" in repair and "Hint: Lua has no [ ] list literal" in repair
+
+
+def test_the_chosen_form_is_audited(tmp_path: Path) -> None:
+    obtain_answer(make_context(tmp_path, "review", FakeModel([APPROVED])), REVIEW, "review it")
+    audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    line = next(json.loads(x) for x in audit.splitlines() if '"answer_form"' in x)
+    assert line["form"] == "json" and line["schema"] is True and "unknown" in line["reason"]
+
+
+def test_a_short_reasoning_first_is_accepted_and_a_long_one_repaired(tmp_path: Path) -> None:
+    think = json.dumps({"reasoning": "looks right", "status": "approved", "summary": "fine", "findings": []})
+    ramble = json.dumps({"reasoning": "x" * 601, "status": "approved", "summary": "fine", "findings": []})
+    assert obtain_answer(make_context(tmp_path, "review", FakeModel([think])), REVIEW, "r").data["status"] == "approved"
+    model = FakeModel([ramble, think])
+    obtain_answer(make_context(tmp_path, "review", model), REVIEW, "r")
+    assert "at $.reasoning" in model.requests[1].messages[-1]["content"]

@@ -1,0 +1,141 @@
+"""The builder's answer as file changes: edits applied exactly once, destructive rewrites refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.errors import AgentError, PathRejected
+from agent.roles.changes import ChangeError, check_change_entries, planned_writes, shrink_reason
+from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
+from agent.workspace import Workspace
+
+CLASS = "class Stack:\n" + "".join(f"    def op{i}(self):\n        return {i}\n\n" for i in range(6))
+TESTS = "import unittest\n\nclass T(unittest.TestCase):\n    def test_push(self):\n        pass\n"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    (tmp_path / "stack.py").write_text(CLASS)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_stack.py").write_text(TESTS)
+    (tmp_path / "twice.py").write_text("x = 1\nx = 1\n")
+    return Workspace(tmp_path)
+
+
+def test_edits_apply_in_order_on_top_of_each_other(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "return 0\n", "new": "return 100\n"},
+                        {"path": "stack.py", "old": "return 100\n", "new": "return 200\n"}]}
+    [write] = planned_writes(ws, answer)
+    assert write.path == "stack.py" and "return 200\n" in write.content and "return 0\n" not in write.content
+    assert write.content.count("def op") == 6 and write.source == "edits[0]+edits[1]"
+
+
+def test_edit_whose_old_text_is_missing_names_where_its_first_line_is(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "    def op1(self):\n    return 1\n", "new": "x"}]}
+    with pytest.raises(ChangeError) as err:
+        planned_writes(ws, answer)
+    assert "edits[0]: the old text is not in stack.py" in err.value.message
+    assert "'def op1(self):') is at line 5" in err.value.message
+
+
+def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
+    with pytest.raises(ChangeError) as err:
+        planned_writes(ws, {"edits": [{"path": "twice.py", "old": "x = 1", "new": "x = 2"}]})
+    assert "occurs 2 times in twice.py (lines 1, 2)" in err.value.message
+
+
+def test_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
+    with pytest.raises(ChangeError, match="new.py does not exist; create it with files"):
+        planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": "b"}]})
+
+
+def test_blank_lines_around_the_old_text_are_forgiven(ws: Workspace) -> None:
+    [write] = planned_writes(ws, {"edits": [{"path": "twice.py", "old": "\n\nx = 1\nx = 1\n\n\n", "new": "y = 2\n"}]})
+    assert write.content.startswith("y = 2")
+
+
+def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:
+    stub = "class Stack:\n    def op0(self):\n        return 0\n"
+    with pytest.raises(ChangeError) as err:
+        planned_writes(ws, {"files": [{"path": "stack.py", "content": stub}]})
+    assert "files[0] would replace stack.py (19 lines) with 3 lines" in err.value.message
+    assert "edits like" in err.value.message
+
+
+def test_an_emptied_test_file_is_refused(ws: Workspace) -> None:
+    with pytest.raises(ChangeError, match="would remove every test from tests/test_stack.py"):
+        planned_writes(ws, {"files": [{"path": "tests/test_stack.py", "content": "import unittest\n"}]})
+
+
+def test_shrink_rules() -> None:
+    many = "".join(f"def f{i}():\n    pass\n" for i in range(4))
+    assert shrink_reason("m.py", many, "def f0():\n    pass\ndef g():\n    pass\n" * 3) == \
+        "would remove f1, f2, f3 from m.py"
+    assert shrink_reason("m.py", "a\nb\n", "") is None  # small files may be rewritten
+    assert shrink_reason("m.py", many, many + "def extra():\n    pass\n") is None
+
+
+def test_a_rewrite_that_loses_a_class_is_refused(ws: Workspace) -> None:
+    flat = "".join(f"def op{i}(self):\n    return {i}\n\n" for i in range(6))  # as long, but no class
+    with pytest.raises(ChangeError, match="would remove class Stack from stack.py"):
+        planned_writes(ws, {"files": [{"path": "stack.py", "content": flat}]})
+
+
+def test_a_whole_new_file_and_a_full_rewrite_pass(ws: Workspace) -> None:
+    writes = planned_writes(ws, {"files": [{"path": "src/new.py", "content": "x = 1\n"},
+                                           {"path": "stack.py", "content": CLASS + "# more\n"}]})
+    assert [w.path for w in writes] == ["src/new.py", "stack.py"]
+
+
+@pytest.mark.parametrize("path", ["lorch.json", "lorch-console.log", "events/run.ndjson", "state/x.json",
+                                  "receipts/T/a.json", "logs/x", ".git/config", "src/.env", "reviews/T-1.json",
+                                  "spec_notes/T-1.json", "./lorch.json"])
+def test_bookkeeping_paths_are_refused(ws: Workspace, path: str) -> None:
+    with pytest.raises(PathRejected, match="may not write|written only by"):
+        planned_writes(ws, {"files": [{"path": path, "content": "x"}]})
+
+
+def test_escaping_paths_are_refused(ws: Workspace) -> None:
+    with pytest.raises(AgentError):
+        planned_writes(ws, {"files": [{"path": "../outside.py", "content": "x"}]})
+
+
+def test_each_failing_entry_is_named_for_a_salvage(ws: Workspace) -> None:
+    answer = {"files": [{"path": "ok.py", "content": "x"}, {"path": "lorch.json", "content": "{}"}],
+              "edits": [{"path": "stack.py", "old": "nope", "new": "x"},
+                        {"path": "stack.py", "old": "return 5\n", "new": "return 50\n"}]}
+    failed = check_change_entries(ws, answer)
+    assert sorted(failed) == ["edits[0]", "files[1]"]
+    kept = planned_writes(ws, answer, skip=set(failed))
+    assert [w.path for w in kept] == ["ok.py", "stack.py"] and "return 50" in kept[1].content
+
+
+def test_listing_shows_only_the_projects_files(tmp_path: Path) -> None:
+    for rel in ("lorch.json", "lorch-console.log", "events/e.ndjson", "state/s.json", "receipts/T/r.json",
+                "logs/l.txt", "snapshots/s", "transcripts/t", "reviews/T.json", "spec_notes/T.json", ".hidden",
+                "src/app.py", "README.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert project_files(Workspace(tmp_path)) == ["README.md", "src/app.py"]
+    assert bookkeeping_reason("src/app.py") is None and "lorch" in str(bookkeeping_reason("lorch.json"))
+
+
+def test_paths_named_in_a_goal() -> None:
+    files = ["src/calc.py", "tests/test_calc.py", "README.md", "a/util.py", "b/util.py"]
+    goal = "Fix calc.py (see tests/test_calc.py); util.py is ambiguous; ignore e.g. and v1.2"
+    assert paths_named_in([goal], files) == ["src/calc.py", "tests/test_calc.py"]
+
+
+def test_old_text_missing_the_outer_indentation_is_reindented_not_spliced(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "def op5(self):\n    return 5\n",
+                         "new": "def op5(self):\n    return 55\n"}]}
+    [write] = planned_writes(ws, answer)
+    assert "    def op5(self):\n        return 55\n" in write.content and write.content.count("def op") == 6
+
+
+def test_old_text_indented_unlike_the_file_is_refused_with_the_reason(ws: Workspace) -> None:
+    answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5", "new": "x"}]}
+    with pytest.raises(ChangeError, match="only with 4 more spaces of indentation"):
+        planned_writes(ws, answer)

@@ -1,0 +1,164 @@
+"""End-to-end: what the builder sees, and answers checked for meaning and repaired precisely.
+
+Requests are read back from `--record` (the scripted model's exchanges), so the assertions are on
+the prompts the agent really sent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support import events, make_command
+
+STACK = "class Stack:\n" + "".join(f"    def op{i}(self):\n        return {i}\n\n" for i in range(6))
+TEST = "from stack import Stack\n\n\ndef test_op0():\n    assert Stack().op0() == 0\n"
+SPEC = "# Stack spec\n\n## Behaviour\nop5 returns 55.\n\n## Status\nop0-op5 exist.\n"
+
+
+def _requests(path: Path) -> list[list[dict[str, str]]]:
+    return [json.loads(line)["request"]["messages"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def _project(ws: Path) -> None:
+    (ws / "stack.py").write_text(STACK)
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_stack.py").write_text(TEST)
+    (ws / "specs").mkdir()
+    (ws / "specs" / "stack.md").write_text(SPEC)
+    for rel, text in (("lorch.json", '{"version": "1.0"}'), ("lorch-console.log", "LORCH noise"),
+                      ("events/run-1.ndjson", "{}"), ("state/run.json", "{}"), ("transcripts/t.txt", "x")):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+
+
+def test_builder_sees_the_spec_the_files_under_review_and_never_the_bookkeeping(spawn, workspace: Path,
+                                                                                 tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    (workspace / "reviews").mkdir()
+    (workspace / "reviews" / "T-0001.json").write_text(json.dumps({"task_id": "T-0001", "status": "changes_requested",
+                                                                    "findings": [{"path": "stack.py", "line": 17,
+                                                                                  "comment": "op5 must return 55"}]}))
+    fix = json.dumps({"summary": "op5 returns 55",
+                      "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), replies=[fix])
+    done = events(agent.run(make_command("implement_changes", inputs={"goal": "make op5 right"})),
+                  "builder.completed")[-1]
+    assert done["payload"]["files"] == ["stack.py"] and done["status"] == "success"
+    assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
+    [messages] = _requests(rec)
+    user = messages[-1]["content"]
+    assert "op5 returns 55." in user                               # the spec from specs/
+    assert "### stack.py\n```\nclass Stack:" in user and "def op5(self):" in user  # the file under review, whole
+    assert "op5 must return 55" in user                            # the finding to address
+    assert "def test_op0():" in user                               # a small project file that fits
+    listing = user.split("## Project files\n", 1)[1]
+    assert "stack.py" in listing and "specs/stack.md" in listing
+    for hidden in ("lorch.json", "lorch-console.log", "events/", "state/", "transcripts/", "reviews/"):
+        assert hidden not in listing
+    assert "LORCH noise" not in user
+
+
+def test_files_as_plain_strings_get_the_expected_shape_then_edits_fix_it(spawn, workspace: Path,
+                                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    listing_echo = json.dumps({"files": ["lorch-console.log", "lorch.json"], "summary": "make op5 return 55"})
+    fix = json.dumps({"summary": "op5 returns 55",
+                      "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), replies=[listing_echo, fix])
+    done = events(agent.run(make_command("implement", inputs={"goal": "make op5 in stack.py return 55"})),
+                  "builder.completed")[-1]
+    assert done["payload"]["files"] == ["stack.py"]
+    repair = _requests(rec)[1][-1]["content"]
+    assert "`files` must be a list of objects like {\"path\": \"src/app.py\", \"content\":" in repair
+    assert "you gave plain strings ('lorch-console.log', 'lorch.json')" in repair and "edits" in repair
+    assert not (workspace / "lorch.json").read_text().startswith("lorch")  # untouched
+
+
+def test_a_class_reduced_to_a_stub_is_sent_back_and_the_file_survives(spawn, workspace: Path,
+                                                                       tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    stub = json.dumps({"summary": "op5", "files": [{"path": "stack.py", "content": "class Stack:\n    def op5(self):\n"
+                                                                                    "        return 55\n"},
+                                                   {"path": "tests/test_stack.py", "content": "\n"}]})
+    fix = json.dumps({"summary": "op5 returns 55",
+                      "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), replies=[stub, fix])
+    agent.run(make_command("implement", inputs={"goal": "op5 returns 55"}))
+    text = (workspace / "stack.py").read_text()
+    assert text.count("def op") == 6 and "return 55" in text
+    assert (workspace / "tests" / "test_stack.py").read_text() == TEST
+    repair = _requests(rec)[1][-1]["content"]
+    assert "files[0] would replace stack.py (19 lines) with 3 lines" in repair
+
+
+def test_implement_without_any_change_must_say_why(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    nothing = json.dumps({"summary": "done"})
+    why = json.dumps({"summary": "done", "no_changes_reason": "op5 already returns what the spec asks"})
+    rec = tmp_path / "rec.jsonl"
+    done = events(spawn("builder", "--record", str(rec), replies=[nothing, why]).run(make_command("implement")),
+                  "builder.completed")[-1]
+    assert done["payload"]["no_changes_reason"].startswith("op5 already") and done["payload"]["files"] == []
+    assert "implement needs at least one change" in _requests(rec)[1][-1]["content"]
+
+
+def test_an_edit_that_does_not_match_gets_the_exact_reason(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    wrong = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    def op5(self):\n      return 5",
+                                                   "new": "x"}]})
+    fix = json.dumps({"summary": "op5 returns 55",
+                      "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
+    rec = tmp_path / "rec.jsonl"
+    spawn("builder", "--record", str(rec), replies=[wrong, fix]).run(make_command("implement"))
+    repair = _requests(rec)[1][-1]["content"]
+    assert "edits[0]: the old text is not in stack.py; its first line ('def op5(self):') is at line 17" in repair
+
+
+def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dropped(spawn, workspace: Path,
+                                                                                     tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    line10 = json.dumps({"status": "changes_requested", "summary": "fix it",
+                         "findings": [{"path": "calc.py", "line": 10, "comment": "handle floats"},
+                                      {"path": "nowhere.py", "comment": "missing"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("reviewer", "--record", str(rec), replies=[line10, line10, line10])
+    done = events(agent.run(make_command("review")), "review.completed")[-1]
+    assert done["status"] == "changes_requested"
+    assert done["payload"]["findings"] == [{"path": "calc.py", "comment": "handle floats"}]
+    requests = _requests(rec)
+    assert len(requests) == 2  # the same answer twice: no third question, the salvage decides
+    repair = requests[1][-1]["content"]
+    assert "findings[0] cites calc.py line 10, but calc.py has 2 lines" in repair
+    assert "findings[1] cites 'nowhere.py', which is not a file of the project" in repair
+    assert "  1| def add(a, b):" in requests[0][-1]["content"]  # numbered, so lines can be cited
+
+
+def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (workspace / "test_calc.py").write_text("import calc\n\n\ndef test_add():\n    assert calc.add(2, 2) == 4\n")
+    wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b + 1"}]})
+    right = json.dumps({"summary": "add adds", "edits": [{"path": "calc.py", "old": "a * b + 1", "new": "a + b"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+                  replies=[wrong, right])
+    done = events(agent.run(make_command("implement", inputs={"goal": "fix add in calc.py"})), "builder.completed")[-1]
+    assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
+    assert done["payload"]["summary"] == "add adds" and (workspace / "calc.py").read_text().endswith("a + b\n")
+    repair = _requests(rec)[1][-1]["content"]
+    assert "## The tests failed after your change" in repair and "assert 5 == 4" in repair
+    assert "return a * b + 1" in repair  # the file as it is now
+
+
+def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b"}]})
+    agent = spawn("builder", "--test-command", "false", "--test-repairs", "0", replies=[wrong])
+    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["payload"]["tests"]["status"] == "fail" and "test_repairs" not in done["payload"]
+    assert done["payload"]["usage"]["calls"] == 1
