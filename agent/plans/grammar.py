@@ -59,6 +59,7 @@ _WS_MAX = 48          # whitespace items between two tokens: room for indentatio
 _PROSE_LINES = 3      # prose lines allowed before the ```lua fence
 _PROSE_CHARS = 240
 _NAME_TAIL = 31       # characters after a name's first one that leaves the reserved-word trie
+_BLOCK_STATEMENTS = 40  # per block: a model repeating one line is made to reach its `return`
 _TOP_ITEMS = 8        # helpers and constants before `function run`
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
@@ -340,8 +341,8 @@ def _statements(g: _Rules, answer: str) -> None:
             if loop:
                 alts.append('"break"')
             g.add(stat, " | ".join(alts))
-            g.add(block, f"(sp {stat})* (sp ret-{kind})?")
-    g.add("block-run", "(sp stat-r0)* sp ret-r")
+            g.add(block, f"(sp {stat}){{0,{_BLOCK_STATEMENTS}}} (sp ret-{kind})?")
+    g.add("block-run", f"(sp stat-r0){{0,{_BLOCK_STATEMENTS}}} sp ret-r")
 
 
 # -- the answer table, from the JSON Schema ---------------------------------------------------
@@ -373,7 +374,9 @@ def _new_value(g: _Rules, schema: dict[str, Any], where: str) -> str:
             item = _object(g, items_schema, where + "-item")
         else:
             item = _value(g, items_schema, where + "-item")
-        items = f"{item} (ws fsep ws {item})* (ws fsep)? ws"
+        more = schema.get("maxItems")
+        repeat = f"{{0,{more - 1}}}" if isinstance(more, int) and more >= 1 else "*"
+        items = f"{item} (ws fsep ws {item}){repeat} (ws fsep)? ws"
         literal = f'"{{" ws {items} "}}"' if schema.get("minItems", 0) >= 1 else f'"{{" ws ({items})? "}}"'
         return g.add(g.fresh(where), f"{literal} | v-ref")
     if kind == "object" and _has_properties(schema):

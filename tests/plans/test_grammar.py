@@ -577,3 +577,18 @@ def test_grammar_text_is_llama_cpp_friendly() -> None:
             assert head.replace("-", "").isalnum(), head
         assert len(text) < 96_000
     assert grammar_module.__all__[0] == "plan_grammar"
+
+
+def test_repetition_is_bounded() -> None:
+    """A model stuck repeating a line is made to reach its `return`; lists stop at maxItems."""
+    g = grammar("builder")
+
+    def plan(statements: int, files: int) -> str:
+        body = "".join("  n = n + 1\n" for _ in range(statements))
+        items = ", ".join("{path = 'a', content = ''}" for _ in range(files))
+        return f"function run(c)\n{body}  return {{summary = 'x', files = {{{items}}}}}\nend"
+
+    assert g.accepts(plan(40, 50))
+    assert not g.accepts(plan(41, 1))
+    assert not g.accepts(plan(1, 51))          # the builder schema's maxItems
+    assert g.accepts("q" * 32, "name") and not g.accepts("q" * 33, "name")
