@@ -8,8 +8,9 @@ for sampling, not the validator: whatever it lets through still goes through `ch
 
 The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
 - the reply is a ```lua fence (after at most three short prose lines) or a bare chunk;
-- the chunk: top-level `local` values and `local function` helpers, then one
-  `function run(context) ... end` whose every `return` is a table shaped like the answer;
+- the chunk: up to 8 `local function` helpers and `local NAME = <literal>` constants, then one
+  `function run(context) ... end` whose every `return` is a table shaped like the answer (keys,
+  value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
 - statements: `local`, single assignment, calls, if/elseif/else, numeric and generic `for`
   (ipairs, pairs, gmatch), while, repeat, `break` inside loops, `local function`;
 - expressions: short strings with Lua escapes, long strings `[[...]]` / `[==[...]==]`, numbers,
@@ -17,9 +18,10 @@ The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
   calls of `tools.<allowed tool>`, of allow-listed `string`/`table`/`math` functions and builtins,
   Lua operators (`..`, `~=`, `and`/`or`/`not`, `#`).
 Every accepted text that `find_lua_plan` extracts compiles with Lua 5.4 (proven by a sampling
-test): keywords are never names, `--` never starts by accident (`a - -b`), a number is never glued
+test): keywords are never names, `--` never starts by accident (`a--b`), a number is never glued
 to `..`, `[[` never opens by accident (`t[ [[x]] ]`), and no string or comment holds "```", which
-would cut the fence.
+would cut the fence. Names, whitespace runs, statements per block and prose are bounded, so a
+model that loops is led to the end of the plan instead of filling its token budget.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ def _lit(text: str) -> str:
 
 
 def _cls_char(ch: str) -> str:
-    return ch if ch.isascii() and ch.isalnum() else f"\\x{ord(ch):02X}"
+    if ch.isascii() and ch.isalnum():
+        return ch
+    return f"\\x{ord(ch):02X}" if ord(ch) <= 0xFF else f"\\u{ord(ch):04X}"
 
 
 def _cls(chars: Iterable[str], negate: bool = False) -> str:
@@ -139,13 +143,11 @@ class _Rules:
 # -- lexical rules ----------------------------------------------------------------------------
 def _names(g: _Rules, rule: str, excluded: frozenset[str]) -> None:
     """`rule`: Lua identifiers except `excluded`, as a trie of rules (deterministic for the sampler)."""
-    prefixes = {w[:i] for w in excluded for i in range(len(w))}
-
     def node(prefix: str) -> str:
         name = rule if not prefix else f"{rule}-x-{prefix.replace('_', '-').lower()}-{_case_tag(prefix)}"
         allowed = _ID_START if not prefix else _ID_CHAR
         children = sorted({w[len(prefix)] for w in excluded if w.startswith(prefix) and len(w) > len(prefix)})
-        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children if prefix + c in prefixes or prefix + c in excluded]
+        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children]
         rest = sorted(allowed - set(children))
         alts.append(f"{_cls(rest)} idtail")
         if prefix and prefix not in excluded:

@@ -65,6 +65,8 @@ def test_grammar_constrained_reply_is_a_compiling_plan(real_model: Any, role: st
     assert source is not None
     try:
         check_plan(source)                # lupa's load, then the lint
+        sys.stderr.write(f"[{role}] check_plan: ok\n")
     except PlanInvalid as exc:
+        sys.stderr.write(f"[{role}] check_plan: {exc.code}: {exc}\n")
         # what the grammar cannot see: declarations, and tools reached through a variable
         assert str(exc).startswith(("unknown global", "unknown tool")), exc
