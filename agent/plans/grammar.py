@@ -62,6 +62,9 @@ _PROSE_LINES = 3      # prose lines allowed before the ```lua fence
 _PROSE_CHARS = 240
 _NAME_TAIL = 31       # characters after a name's first one that leaves the reserved-word trie
 _BLOCK_STATEMENTS = 40  # per block: a model repeating one line is made to reach its `return`
+_OPERATORS = 16       # binary operators in one expression (nested parentheses start afresh)
+_COMMENTS = 6         # comment lines in one run of whitespace (plus one right after a token)
+_COMMENT_CHARS = 160
 _TOP_ITEMS = 8        # helpers and constants before `function run`
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
@@ -162,24 +165,17 @@ def _case_tag(prefix: str) -> str:
     return "".join("u" if c.isupper() else ("s" if c == "_" else "l") for c in prefix)
 
 
-def _no_fence_text(g: _Rules, base: str, plain: str, extra: Sequence[str], end: str, *,
-                   first_not: str = "") -> str:
-    """Text of `plain` characters (a negated class body) and `extra` items, closed by `end`, never
-    holding three backticks in a row ("```" would end the ```lua fence early). `first_not`: a
-    character the text may not start with."""
+def _no_fence_text(g: _Rules, base: str, excluded: str, extra: Sequence[str], end: str) -> str:
+    """Text of any characters but `excluded`, and `extra` items, closed by `end`, never holding
+    three backticks in a row ("```" would end the ```lua fence early). States: the backtick run."""
     runs = [f"{base}-b{i}" for i in range(3)]
-    start = f"{base}-start" if first_not else runs[0]
-    plain_cls = _cls(set(plain) | {_FENCE, *first_not}, negate=True) if first_not else None
     for i, rule in enumerate(runs):
-        alts = [end, f"{_cls(set(plain) | {_FENCE}, negate=True)} {runs[0]}"]
+        alts = [end, f"{_cls(set(excluded) | {_FENCE}, negate=True)} {runs[0]}"]
         alts += [f"{x} {runs[0]}" for x in extra]
         if i < 2:
             alts.append(f"{_lit(_FENCE)} {runs[i + 1]}")
         g.add(rule, " | ".join(alts))
-    if first_not:
-        alts = [end, f"{plain_cls} {runs[0]}", f"{_lit(_FENCE)} {runs[1]}"] + [f"{x} {runs[0]}" for x in extra]
-        g.add(start, " | ".join(alts))
-    return start
+    return runs[0]
 
 
 def _long_string(g: _Rules, level: int) -> str:
@@ -210,12 +206,14 @@ def _long_string(g: _Rules, level: int) -> str:
 
 
 def _lexical(g: _Rules, name_excluded: frozenset[str]) -> None:
-    # Lua ends a line comment at "\r" as well as "\n": a "\r" inside would let the rest escape.
-    comment_body = _no_fence_text(g, "cmt", "\n\r", [], _lit("\n"), first_not="[")
-    g.add("comment", f'"--" {comment_body}')
-    g.add("wsc", '[ \\t\\n] comment?')
-    g.add("ws", f"wsc{{0,{_WS_MAX}}}")
-    g.add("sp", f"[ \\t\\n] comment? wsc{{0,{_WS_MAX - 1}}}")
+    # One bounded line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a
+    # comment there too, and the rest would escape into code). A comment follows a whitespace
+    # character, so `a - --x` never becomes `a ---x`.
+    first, rest = _cls("\n\r`[", negate=True), _cls("\n\r`", negate=True)
+    g.add("comment", f'"--" ({first} {rest}{{0,{_COMMENT_CHARS - 1}}})? "\\n"')
+    g.add("wsp", f"[ \\t\\n]{{0,{_WS_MAX}}}")
+    g.add("ws", f"wsp ([ \\t\\n] comment wsp){{0,{_COMMENTS}}}")
+    g.add("sp", "[ \\t\\n] comment? ws")
     # Names are bounded: a small model once spent its whole budget on one ever-growing identifier.
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
     _names(g, "name", name_excluded)
@@ -294,13 +292,23 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
     for suffix, operand in (("", "opnd"), ("-nl", "opnd-nl"), ("-nt", "opnd-nt")):
         g.add(f"unit-o{suffix}", f'"-" unit-o-nm | {operand} | "not" sp unit-o | "#" ws unit-o')
     g.add("unit-o-nm", 'opnd | "not" sp unit-o | "#" ws unit-o')
-    symops = ["+", "*", "/", "//", "%", "^", "==", "~=", "<=", ">=", "<", ">"]
-    g.add("binop", f'ws {_alt([_lit(o) for o in symops])} ws expr | ws "-" (sp expr | expr-nm) | '
-                   f'sp ("and" | "or") sp expr')
-    g.add("tail-n", '"" | sp ".." ws expr | binop')
-    g.add("tail-o", '"" | ws ".." ws expr | binop')
-    g.add("expr", "unit-n tail-n | unit-o tail-o")
-    g.add("expr-nm", "unit-n-nm tail-n | unit-o-nm tail-o")     # right after a binary `-`: `a--b` is a comment
+    # An operand, then up to _OPERATORS binary operators each with its operand; the count is the
+    # level k of the rules (a model once chained `x == x == x ...` until its budget ran out).
+    symops = _alt([_lit(o) for o in ["+", "*", "/", "//", "%", "^", "==", "~=", "<=", ">=", "<", ">"]])
+    for k in range(_OPERATORS + 1):
+        tail_n, tail_o = (f"tail-n{k}", f"tail-o{k}") if k < _OPERATORS else ("tail-n", "tail-o")
+        expr, expr_nm = (f"expr{k}", f"expr-nm{k}") if k < _OPERATORS else ("expr", "expr-nm")
+        g.add(expr, f"unit-n {tail_n} | unit-o {tail_o}")
+        g.add(expr_nm, f"unit-n-nm {tail_n} | unit-o-nm {tail_o}")   # right after a binary `-`: `a--b` is a comment
+        if k == 0:
+            g.add(tail_n, '""')
+            g.add(tail_o, '""')
+            continue
+        binop = f"binop{k}"
+        g.add(binop, f'ws {symops} ws expr{k - 1} | ws "-" (sp expr{k - 1} | expr-nm{k - 1}) | '
+                     f'sp ("and" | "or") sp expr{k - 1}')
+        g.add(tail_n, f'"" | sp ".." ws expr{k - 1} | {binop}')      # `1..x` would not lex
+        g.add(tail_o, f'"" | ws ".." ws expr{k - 1} | {binop}')
     g.add("exprnl", "unit-n tail-n | unit-o-nl tail-o")
     g.add("sexpr", "unit-n tail-n | unit-o-nt tail-o")
     # Typed answer values: the literal forms of the JSON type, or any expression that starts with a

@@ -576,7 +576,8 @@ def test_grammar_text_is_llama_cpp_friendly() -> None:
             head = line.split(" ::= ", 1)[0]
             assert head.replace("-", "").isalnum(), head
         assert len(text) < 96_000
-    assert grammar_module.__all__[0] == "plan_grammar"
+    assert set(grammar_module.__all__) == {"plan_grammar", "STRING_FUNCTIONS", "TABLE_FUNCTIONS", "MATH_FUNCTIONS",
+                                           "MATH_CONSTANTS", "BUILTIN_FUNCTIONS", "RESERVED_NAMES"}
 
 
 def test_repetition_is_bounded() -> None:
@@ -592,3 +593,20 @@ def test_repetition_is_bounded() -> None:
     assert not g.accepts(plan(41, 1))
     assert not g.accepts(plan(1, 51))          # the builder schema's maxItems
     assert g.accepts("q" * 32, "name") and not g.accepts("q" * 33, "name")
+
+
+def test_expressions_and_comments_are_bounded() -> None:
+    g = grammar("builder")
+    assert g.accepts(" == ".join(["x"] * 17), "expr")            # 16 operators
+    assert not g.accepts(" == ".join(["x"] * 18), "expr")
+    assert g.accepts("(" + " .. ".join(["x"] * 17) + ") .. " + " .. ".join(["x"] * 16), "expr")  # parentheses restart
+
+    def plan(comments: list[str]) -> str:
+        lines = "".join(f"  {c}\n" for c in comments)
+        return f"function run(c)\n  local n = 1\n{lines}  return {{summary = 'x'}}\nend"
+
+    assert g.accepts(plan(["-- fine"] * 6))
+    assert not g.accepts(plan(["-- again"] * 8))
+    assert g.accepts(plan(["-- " + "x" * 159]))                  # 160 characters after `--`
+    assert not g.accepts(plan(["-- " + "x" * 160]))
+    assert not g.accepts(plan(["-- uses `x`"]))                  # no backtick: "```" would end the fence
