@@ -28,7 +28,7 @@ from agent.roles.prompting import system_prompt
 
 pytestmark = pytest.mark.realmodel
 
-MAX_TOKENS = int(os.environ.get("LUALLM_GRAMMAR_MAX_TOKENS", "600"))
+MAX_TOKENS = int(os.environ.get("LUALLM_GRAMMAR_MAX_TOKENS", "900"))
 TASKS = {
     "builder": "Task: add a function subtract(a, b) to calc.py that returns a - b, and a test for it in "
                "tests/test_calc.py. Workspace files: calc.py, tests/test_calc.py. Answer with a Lua plan.",
