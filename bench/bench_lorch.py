@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,10 +60,11 @@ def _label(model: str, agent_args: list[str]) -> str:
 
 def _git_head() -> str:
     try:
-        return subprocess.run(["git", "-C", str(harness.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+        head = subprocess.run(["git", "-C", str(harness.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=False, timeout=10).stdout.strip()
     except OSError:
-        return "?"
+        head = ""
+    return head or os.environ.get("LUALLM_BENCH_COMMIT", "unknown")
 
 
 def _pct(num: int, den: int) -> str:

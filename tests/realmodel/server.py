@@ -213,6 +213,7 @@ def start_server(*, model_name: str | None = None, gguf: Path | None = None, nam
     n_ctx = n_ctx or int(os.environ.get("LUALLM_REALMODEL_CTX") or DEFAULT_CTX)
     threads = threads or default_threads()
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="luallm-realmodel-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "server.log"
     argv = [sys.executable, str(Path(__file__).resolve()), "serve", "--model-name", model_name, "--gguf", str(gguf),
             "--port", "0", "--name", name, "--ctx", str(n_ctx), "--threads", str(threads), "--n-predict", str(n_predict),
