@@ -22,7 +22,6 @@ by llama.cpp (xllamacpp, 1 thread, context 8192).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -37,18 +36,6 @@ sys.path.insert(0, str(HERE))
 import lorch_harness as harness  # noqa: E402
 
 DEFAULT_OUT = Path("bench-out") / "lorch"
-
-
-def _server_module() -> Any:
-    name = "luallm_realmodel_server"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, harness.ROOT / "tests" / "realmodel" / "server.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _label(model: str, agent_args: list[str]) -> str:
@@ -189,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.base_url:
             spec = harness.RunSpec(label, base_url=args.base_url.rstrip("/"), model=args.model, agent_args=agent_args)
         else:
-            srv = _server_module()
+            srv = harness.server_module()
             try:
                 server = srv.start_server(model_name=model, n_ctx=args.ctx, threads=args.threads,
                                           log_dir=args.out / label)

@@ -48,7 +48,7 @@ ANSWER_FAILURES = {"invalid_model_response", "plan_invalid", "plan_runtime_error
                    "plan_timeout", "plan_memory_exceeded", "plan_quota_exceeded", "forbidden_spec_edit",
                    "plan_file_missing", "path_rejected", "sandbox_violation"}
 
-__all__ = ["Task", "load_tasks", "find_lorch", "lorch_unavailable_reason", "prepare_workspace", "lorch_config",
+__all__ = ["Task", "load_tasks", "server_module", "find_lorch", "lorch_unavailable_reason", "prepare_workspace", "lorch_config",
            "run_check", "run_lorch", "measure", "run_task", "scripted_replies", "TASKS_DIR", "ROOT"]
 
 
@@ -89,6 +89,20 @@ def load_tasks(names: list[str] | None = None, root: Path = TASKS_DIR) -> list[T
         meta = json.loads((folder / "task.json").read_text())
         tasks.append(Task(name, folder, meta["id"], meta["kind"], meta["title"], meta["goal"], meta["test_command"]))
     return tasks
+
+
+def server_module() -> Any:
+    """tests/realmodel/server.py (serves catalogue models with llama.cpp), loaded by path once."""
+    import importlib.util
+
+    name = "luallm_realmodel_server"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "realmodel" / "server.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def find_lorch() -> Path | None:
@@ -174,6 +188,7 @@ class LorchRun:
     exit_code: int | None
     ok: bool  # exit 0 and lorch's "task execution complete"
     seconds: float
+    decode_errors: int  # agent stdout lines lorch could not decode (it drops them silently)
     timed_out: bool
     error: str | None  # lorch's `Error: …` line, or why it was stopped
     log: Path
@@ -202,7 +217,9 @@ def run_lorch(lorch: Path, ws: Path, task_id: str, *, wall_cap: float, log: Path
     if timed_out:
         error = f"stopped by the bench's wall cap ({wall_cap:.0f}s)"
     ok = proc.returncode == 0 and SUCCESS_LINE in text and not timed_out
-    return LorchRun(proc.returncode, ok, round(seconds, 1), timed_out, error, log)
+    decode_errors = sum(1 for line in text.splitlines() if "failed to decode message from agent" in line
+                        or "unexpected message type from agent" in line)
+    return LorchRun(proc.returncode, ok, round(seconds, 1), decode_errors, timed_out, error, log)
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
@@ -302,6 +319,7 @@ class RunSpec:
     model: str | None = None
     scripted: bool = False
     agent_args: list[str] = field(default_factory=list)
+    replies: dict[str, list[str]] | None = None  # scripted replies per role (default: `scripted_replies`)
 
 
 def run_task(task: Task, spec: RunSpec, out: Path, *, lorch: Path, wall_cap: float) -> dict[str, Any]:
@@ -315,7 +333,7 @@ def run_task(task: Task, spec: RunSpec, out: Path, *, lorch: Path, wall_cap: flo
     scripted: dict[str, Path] | None = None
     if spec.scripted:
         scripted = {}
-        for role, replies in scripted_replies(task).items():
+        for role, replies in (spec.replies or scripted_replies(task)).items():
             scripted[role] = out / f"scripted-{role}.json"
             scripted[role].write_text(json.dumps(replies))
     config = lorch_config(task, base_url=spec.base_url, model=spec.model, agent_args=spec.agent_args,
@@ -328,6 +346,7 @@ def run_task(task: Task, spec: RunSpec, out: Path, *, lorch: Path, wall_cap: flo
         "task": task.name, "kind": task.kind, "task_id": task.id, "model": spec.label,
         "agent_args": spec.agent_args, "success": run.ok and check.passed,
         "lorch_ok": run.ok, "lorch_exit": run.exit_code, "lorch_error": run.error, "timed_out": run.timed_out,
+        "lorch_decode_errors": run.decode_errors,
         "check_passed": check.passed, "check_summary": check.summary, "check_failed_before": not started_check.passed,
         "seconds": run.seconds, **measure(ws), "workspace": str(ws), "lorch_log": str(run.log),
     }
