@@ -65,7 +65,10 @@ def _end(r: dict[str, Any]) -> str:
         return "wall cap"
     parts = []
     if r.get("lorch_error"):
-        parts.append(str(r["lorch_error"])[:90])
+        text = str(r["lorch_error"])
+        for noise in ("task execution failed: ", "builder test validation failed: ", " (task_id: T-001)"):
+            text = text.replace(noise, "")
+        parts.append(text[:110])
     elif r.get("lorch_ok"):
         parts.append("lorch ok, check failed: " + str(r.get("check_summary"))[:60])
     codes = sorted(set(r.get("command_failures") or []))
@@ -90,7 +93,36 @@ def markdown(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {model} | {rs['success']}/{rs['runs']} | {rs['commands']} | {rs['model_calls']} | "
                      f"{_pct(rs['answers_valid_first_try'], rs['answers'])} | {_pct(rs['answers_valid'], rs['answers'])} | "
                      f"{rs['lua_plans_ok']}/{rs['lua_plans']} | {rs['max_seconds']:.0f} | {rs['seconds']:.0f} |")
+    lines += ["", "| model | action | commands | model calls | 1st-try valid | valid after repair | rejections | failures |",
+              "|---|---|---|---|---|---|---|---|"]
+    for model, actions in by_action(results).items():
+        for action, a in actions.items():
+            lines.append(f"| {model} | {action} | {a['commands']} | {a['model_calls']} | "
+                         f"{_pct(a['first_try'], a['answers'])} | {_pct(a['valid'], a['answers'])} | "
+                         f"{_counts(a['rejections'])} | {_counts(a['failures'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _counts(codes: list[str]) -> str:
+    tally: dict[str, int] = {}
+    for code in codes:
+        tally[code] = tally.get(code, 0) + 1
+    return ", ".join(f"{c} ×{n}" for c, n in sorted(tally.items())) or "-"
+
+
+def by_action(results: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model and lorch action: answer validity summed over the tasks."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        for action, a in (r.get("by_action") or {}).items():
+            t = out.setdefault(r["model"], {}).setdefault(action, {"commands": 0, "model_calls": 0, "answers": 0,
+                                                                   "first_try": 0, "valid": 0, "rejections": [],
+                                                                   "failures": []})
+            for key in ("commands", "model_calls", "answers", "first_try", "valid"):
+                t[key] += a[key]
+            t["rejections"] += a["rejections"]
+            t["failures"] += a["failures"]
+    return out
 
 
 def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -143,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wall-cap", type=float, default=720.0, help="seconds per task before lorch is stopped (default 720)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
     p.add_argument("--fresh", action="store_true", help="rerun tasks that already have a result")
+    p.add_argument("--remeasure", action="store_true",
+                   help="recompute the log-derived figures of existing results from their kept workspaces, run nothing")
     p.add_argument("--json", dest="json_path", type=Path, help="also write the results JSON here")
     p.add_argument("--lorch", type=Path, help="the lorch binary (default: $LUALLM_LORCH_BIN, /work/lorch-bin/lorch, PATH)")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default 1)")
@@ -163,6 +197,16 @@ def main(argv: list[str] | None = None) -> int:
             "agent_args": agent_args, "wall_cap_s": args.wall_cap, "ctx": args.ctx, "threads": args.threads or 1,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(f"lorch {lorch}; agent {meta['agent_commit']}; tasks {', '.join(meta['tasks'])}; out {args.out}", flush=True)
+    if args.remeasure:
+        for label in labels:
+            for task in tasks:
+                path = args.out / label / task.name / "result.json"
+                if path.is_file():
+                    r = json.loads(path.read_text())
+                    r.update(harness.measure(Path(r["workspace"])))
+                    path.write_text(json.dumps(r, indent=2) + "\n")
+        print(markdown(_write_reports(args.out, labels, tasks, meta, args.json_path)))
+        return 0
 
     for model, label in zip(models, labels, strict=True):
         todo = [t for t in tasks if args.fresh or not (args.out / label / t.name / "result.json").is_file()]

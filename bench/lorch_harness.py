@@ -222,6 +222,25 @@ def run_lorch(lorch: Path, ws: Path, task_id: str, *, wall_cap: float, log: Path
     return LorchRun(proc.returncode, ok, round(seconds, 1), decode_errors, timed_out, error, log)
 
 
+def wait_server_idle(base_url: str, timeout: float = 300.0) -> bool:
+    """After a run was cut off, wait until llama.cpp's server has no request in progress (`/slots`),
+    so the next task does not queue behind an abandoned generation. True when idle (or unknown)."""
+    import urllib.request
+
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"{root}/slots", timeout=10) as resp:  # noqa: S310 (loopback)
+                slots = json.loads(resp.read())
+        except (OSError, ValueError):
+            return True  # no /slots endpoint (another server): nothing to wait for
+        if not any(isinstance(s, dict) and s.get("is_processing") for s in slots):
+            return True
+        time.sleep(2.0)
+    return False
+
+
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     """lorch and the agents it started share its process group (its own session)."""
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
@@ -249,6 +268,32 @@ def _jsonl(paths: list[Path]) -> list[dict[str, Any]]:
             if isinstance(row, dict):
                 rows.append(row)
     return rows
+
+
+def _by_action(audit: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Answer validity per lorch action. lorch sends one command at a time, so every audit record
+    belongs to the command most recently accepted (its `command accepted` log names the action)."""
+    out: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for a in audit:
+        if a.get("event") == "log" and a.get("message") == "command accepted":
+            current = out.setdefault(str(a.get("action")), {"commands": 0, "answers": 0, "first_try": 0, "valid": 0,
+                                                            "model_calls": 0, "rejections": [], "failures": []})
+            current["commands"] += 1
+        elif current is None:
+            continue
+        elif a.get("event") == "model_call":
+            current["model_calls"] += 1
+        elif a.get("event") == "log" and a.get("message") == "answer validated":
+            current["answers"] += 1
+            current["valid"] += 1
+            current["first_try"] += int(a.get("attempts") == 1)
+        elif a.get("event") == "answer_rejected":
+            current["rejections"].append(str(a.get("code")))
+        elif a.get("event") == "command_failed":
+            current["failures"].append(str(a.get("code")))
+            current["answers"] += int(a.get("code") in ANSWER_FAILURES)
+    return out
 
 
 def measure(ws: Path) -> dict[str, Any]:
@@ -293,6 +338,7 @@ def measure(ws: Path) -> dict[str, Any]:
         "lua_plans": len(plan_starts), "lua_plans_ok": sum(1 for p in plan_ends if p.get("ok")),
         "plan_records": len(list((ws / PLANS).glob("*.json"))) if (ws / PLANS).is_dir() else 0,
         "command_failures": [str(a.get("code")) for a in failed],
+        "by_action": _by_action(audit),
     }
 
 
@@ -341,6 +387,8 @@ def run_task(task: Task, spec: RunSpec, out: Path, *, lorch: Path, wall_cap: flo
     (ws / "lorch.json").write_text(json.dumps(config, indent=2) + "\n")
     started_check = run_check(task, ws)  # the check must fail before the run, or the task proves nothing
     run = run_lorch(lorch, ws, task.id, wall_cap=wall_cap, log=out / "lorch.log")
+    if run.timed_out and spec.base_url:
+        wait_server_idle(spec.base_url)
     check = run_check(task, ws)
     result: dict[str, Any] = {
         "task": task.name, "kind": task.kind, "task_id": task.id, "model": spec.label,
