@@ -14,7 +14,8 @@ its "task execution complete" line) AND the check passes.
 
 Resumable: each run leaves `<out>/<label>/<task>/result.json`; a rerun skips what is already there
 (`--fresh` redoes it). After every task `<out>/results.json` and `<out>/results.md` are rewritten
-with everything measured so far for the selected models and tasks. Models named in the catalogue
+with everything measured so far in `<out>` for the selected tasks (other configurations measured
+into the same folder are listed after the selected ones, so one table compares them). Models named in the catalogue
 (`tests/realmodel/catalog.py`: smollm2, qwen-coder-0.5b, qwen-coder-1.5b) are served one at a time
 by llama.cpp (xllamacpp, 1 thread, context 8192).
 """
@@ -142,8 +143,11 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _collect(out: Path, labels: list[str], tasks: list[harness.Task]) -> list[dict[str, Any]]:
+    """Every result for the selected tasks in `out`: the selected labels first, then any other
+    configuration measured into the same folder earlier (so one report compares them)."""
+    others = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name not in labels and any(d.glob("*/result.json")))
     results = []
-    for label in labels:
+    for label in [*labels, *others]:
         for task in tasks:
             path = out / label / task.name / "result.json"
             if path.is_file():
