@@ -38,6 +38,10 @@ AgentError
 │   ├── SkillMetadataInvalid      skill_metadata_invalid
 │   ├── SkillNotFound             skill_not_found
 │   └── SkillDependencyError      skill_dependency_error
+├── SupervisedError
+│   ├── HomeConfigInvalid         home_config_invalid
+│   ├── TaskGraphInvalid          task_graph_invalid
+│   └── TaskStateCorrupted        task_state_corrupted
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -62,6 +66,7 @@ __all__ = [
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SkillError", "SkillMetadataInvalid",
     "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
+    "SupervisedError", "HomeConfigInvalid", "TaskGraphInvalid", "TaskStateCorrupted",
     "ShuttingDown", "InternalError", "ALL_CODES",
     "IoFailure", "NoSpace", "PermissionDenied", "ResourceExhausted", "NotFound",
     "MAX_MESSAGE_BYTES", "bound_text", "error_from_os",
@@ -292,6 +297,26 @@ class SkillNotFound(SkillError):
 class SkillDependencyError(SkillError):
     """A dependency is undeclared, missing from `allowed/`, a draft, or part of a cycle."""
     code = "skill_dependency_error"
+
+
+class SupervisedError(AgentError):
+    """Supervised standalone mode (`luallm-agent run`) cannot go on."""
+    code = "supervised_error"
+
+
+class HomeConfigInvalid(SupervisedError):
+    """The agent home's `config.json` is missing, not JSON, or does not match its schema."""
+    code = "home_config_invalid"
+
+
+class TaskGraphInvalid(SupervisedError):
+    """The model's task graph broke a rule (ids, deps, cycles, skills, paths); `problems` lists each."""
+    code = "task_graph_invalid"
+
+
+class TaskStateCorrupted(SupervisedError):
+    """`state/current_task.json` cannot be read as a task; the message names the fix."""
+    code = "task_state_corrupted"
 
 
 class DeadlineExceeded(AgentError):
