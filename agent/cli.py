@@ -111,8 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(func=lambda _a: print(SCHEMA_DIR) or 0)
 
     from agent.skills.cli import add_parser as add_skills_parser
+    from agent.supervised.cli import add_parsers as add_supervised_parsers
 
     add_skills_parser(sub)
+    add_supervised_parsers(sub)  # init, doctor, run, stop, log
     try:
         from agent.plans.cli import add_plan_parser
     except ImportError:  # the plan runtime is optional for the stdio spine
