@@ -442,7 +442,8 @@ class Machine:
         nid = node["id"]
         if node.get("decision") is None:
             try:
-                verdict = self.executor.decide(node, self.nodes)
+                # Asked once: an ambiguous answer is saved, so a resume goes straight to the person.
+                verdict = None if node.get("ambiguous") else self.executor.decide(node, self.nodes)
             except ModelNotRunning as exc:
                 self._pause_for_model(exc, GRAPH_EXEC)
                 return
@@ -450,6 +451,7 @@ class Machine:
                 self._fail_node(node, error_text(exc))
                 return
             if verdict is None:
+                node["ambiguous"] = True
                 answer = self.approvals.need(self.task, "decision", f"decision:{nid}",
                                              f"decision {nid} is ambiguous: is '{node['condition']}' true?")
                 if answer == "pending":

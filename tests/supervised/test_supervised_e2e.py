@@ -262,3 +262,107 @@ def test_a_corrupted_state_refuses_to_run_and_names_the_fix(tmp_path: Path) -> N
     assert w.cli("run", "again").returncode == 2
     assert w.cli("run", "--reset").returncode == 0
     assert not (w.home / "state" / "current_task.json").exists()
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("../outside.md", "outside the workspace"),
+    ("/etc/cron.d/x", "blocked by config.json"),
+    (".git/hooks/pre-commit", "dot-paths"),
+    ("HOME/config.json", "never writes config.json"),
+    ("HOME/skills/allowed/evil.lua", "never writes allowed"),
+])
+def test_a_graph_that_writes_where_it_may_not_is_re_planned_with_the_exact_error(tmp_path: Path, path: str,
+                                                                               why: str) -> None:
+    w = World(tmp_path)
+    w.init(AUTO_WRITES)
+    target = path.replace("HOME", str(w.home))
+    bad = graph({"id": "1", "action": "llm_call", "depends_on": [], "writes": [target], "prompt_template": "x"})
+    good = graph({"id": "1", "action": "llm_call", "depends_on": [], "writes": ["ok.md"], "prompt_template": "x"})
+    done = w.cli("run", "attack", "--scripted-replies", str(w.replies([bad, good, "fine\n"])))
+    assert done.returncode == 0, done.stdout + done.stderr
+    problems = w.events("graph_validation_failed")[0]["data"]["problems"]
+    assert why in problems[0], problems
+    assert (w.ws / "ok.md").read_text() == "fine\n"
+    assert stat.S_IMODE((w.home / "config.json").stat().st_mode) == 0o444
+    assert not (w.home / "skills" / "allowed" / "evil.lua").exists()
+
+
+def test_a_failing_node_retries_then_is_re_planned_and_downstream_waits(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init(AUTO_WRITES)
+    g = graph({"id": "1", "action": "plan", "depends_on": [], "max_retries": 2,
+               "source": "function run(ctx)\n  error('boom')\nend"},
+              {"id": "2", "action": "llm_call", "depends_on": ["1"], "prompt_template": "got {node_1_result}"})
+    fixed = graph({"id": "1", "action": "plan", "depends_on": [], "source": "function run(ctx)\n  return 7\nend"})
+    done = w.cli("run", "x", "--scripted-replies", str(w.replies([g, fixed, "seven"])))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [e["data"]["attempt"] for e in w.events("node_retry")] == [1]
+    assert "boom" in w.events("node_failed_final")[0]["data"]["error"]
+    assert w.events("graph_generated")[-1]["data"]["replan_of"] == "1"
+    assert w.current()["graph"]["nodes"][0]["result"] == 7
+
+
+def test_a_node_that_fails_for_good_skips_everything_downstream(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init({**AUTO_WRITES, "limits": {"max_plan_retries": 0, "llm_backoff_base_seconds": 0}})
+    g = graph({"id": "1", "action": "plan", "depends_on": [], "max_retries": 1,
+               "source": "function run(ctx)\n  error('boom')\nend"},
+              {"id": "2", "action": "llm_call", "depends_on": ["1"], "prompt_template": "a"},
+              {"id": "3", "action": "llm_call", "depends_on": ["2"], "prompt_template": "b"})
+    done = w.cli("run", "x", "--scripted-replies", str(w.replies([g])))
+    assert done.returncode == 1
+    assert [n["status"] for n in w.current()["graph"]["nodes"]] == ["failed", "skipped", "skipped"]
+    assert "boom" in w.current()["error"]
+
+
+def test_a_plan_may_only_write_the_files_it_declared(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init({**AUTO_WRITES, "limits": {"max_plan_retries": 0, "max_node_retries": 1}})
+    g = graph({"id": "1", "action": "plan", "depends_on": [], "writes": ["a.md"],
+               "source": "function run(ctx)\n  return {files = {['b.md'] = 'sneaky'}}\nend"})
+    done = w.cli("run", "x", "--scripted-replies", str(w.replies([g])))
+    assert done.returncode == 1 and "undeclared files ['b.md']" in w.current()["error"]
+    assert not (w.ws / "b.md").exists()
+
+
+def test_a_decision_takes_one_branch_and_skips_the_other(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init(AUTO_WRITES)
+    g = graph({"id": "1", "action": "llm_call", "depends_on": [], "prompt_template": "rows?"},
+              {"id": "d", "action": "decision", "depends_on": ["1"], "condition": "{node_1_result} is above 10",
+               "if_true": "big", "if_false": "small"},
+              {"id": "big", "action": "llm_call", "depends_on": [], "prompt_template": "big"},
+              {"id": "small", "action": "llm_call", "depends_on": [], "prompt_template": "small"})
+    done = w.cli("run", "x", "--scripted-replies", str(w.replies([g, "42", "true", "handled big"])))
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = {n["id"]: n["status"] for n in w.current()["graph"]["nodes"]}
+    assert status == {"1": "complete", "d": "complete", "big": "complete", "small": "skipped"}
+
+
+def test_an_ambiguous_decision_pauses_for_a_person(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init(AUTO_WRITES)
+    g = graph({"id": "d", "action": "decision", "depends_on": [], "condition": "is it good?",
+               "if_true": "a", "if_false": "b"},
+              {"id": "a", "action": "llm_call", "depends_on": [], "prompt_template": "a"},
+              {"id": "b", "action": "llm_call", "depends_on": [], "prompt_template": "b"})
+    paused = w.cli("run", "x", "--scripted-replies", str(w.replies([g, "hard to say"])))
+    assert paused.returncode == 3 and "ambiguous" in paused.stdout
+    assert w.cli("run", "--resume", "--yes").returncode == 3   # --yes never answers a decision
+    pending = next((w.home / "state" / "pending_approvals").glob("decision_*.json"))
+    os.chmod(pending, 0o600)
+    pending.write_text(json.dumps({**json.loads(pending.read_text()), "decision": "false"}))
+    done = w.cli("run", "--resume", "--scripted-replies", str(w.replies(["did b"])))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {n["id"]: n["status"] for n in w.current()["graph"]["nodes"]}["a"] == "skipped"
+
+
+def test_the_audit_log_rotates_by_size_and_count(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init({**AUTO_WRITES, "audit": {"max_size_mb": 0.004, "max_files": 2}})
+    (w.ws / "data.csv").write_text("a\n")
+    assert w.cli("run", "x", "--scripted-replies", str(w.replies([THREE, "a", "b"]))).returncode == 0
+    state = w.home / "state"
+    assert (state / "audit_log.jsonl.1").exists() and (state / "audit_log.jsonl.2").exists()
+    assert not (state / "audit_log.jsonl.3").exists()
+    assert (state / "audit_log.jsonl").stat().st_size <= 0.004 * 1024 * 1024 + 4096
