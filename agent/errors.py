@@ -42,6 +42,10 @@ AgentError
 │   ├── SkillNotFound             skill_not_found
 │   └── SkillDependencyError      skill_dependency_error
 ├── SandboxUnavailable            sandbox_unavailable
+├── SupervisedError
+│   ├── HomeConfigInvalid         home_config_invalid
+│   ├── TaskGraphInvalid          task_graph_invalid
+│   └── TaskStateCorrupted        task_state_corrupted
 ├── DeadlineExceeded              deadline_exceeded      (retriable)
 ├── ShuttingDown                  shutting_down          (retriable)
 └── InternalError                 internal_error         (retriable)
@@ -67,6 +71,7 @@ __all__ = [
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "SkillError",
     "SkillMetadataInvalid", "SkillNotFound", "SkillDependencyError", "DeadlineExceeded",
+    "SupervisedError", "HomeConfigInvalid", "TaskGraphInvalid", "TaskStateCorrupted",
     "ShuttingDown", "InternalError", "ALL_CODES",
     "IoFailure", "NoSpace", "PermissionDenied", "ResourceExhausted", "NotFound",
     "MAX_MESSAGE_BYTES", "bound_text", "error_from_os",
@@ -319,6 +324,26 @@ class SkillDependencyError(SkillError):
 class SandboxUnavailable(AgentError):
     """No OS boundary exists for commands and the user did not pass --unsandboxed-commands."""
     code = "sandbox_unavailable"
+
+
+class SupervisedError(AgentError):
+    """Supervised standalone mode (`luallm-agent run`) cannot go on."""
+    code = "supervised_error"
+
+
+class HomeConfigInvalid(SupervisedError):
+    """The agent home's `config.json` is missing, not JSON, or does not match its schema."""
+    code = "home_config_invalid"
+
+
+class TaskGraphInvalid(SupervisedError):
+    """The model's task graph broke a rule (ids, deps, cycles, skills, paths); `problems` lists each."""
+    code = "task_graph_invalid"
+
+
+class TaskStateCorrupted(SupervisedError):
+    """`state/current_task.json` cannot be read as a task; the message names the fix."""
+    code = "task_state_corrupted"
 
 
 class DeadlineExceeded(AgentError):

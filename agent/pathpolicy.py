@@ -42,14 +42,15 @@ class PathPolicy:
 
     writer: str
     allow: tuple[str, ...] = ()       # exact paths, or one directory written with a trailing "/"
-    deny: tuple[str, ...] = ()        # exact paths refused besides the base rule (any letter case)
+    deny: tuple[str, ...] = ()        # exact paths (or a directory with a trailing "/") refused besides the base rule
+    deny_reason: str = "plan or spec files"   # what the denied paths are, for the message
     trusted_reads: bool = False       # the agent's own reads see every file inside the root
 
     def allowing(self, *paths: str) -> PathPolicy:
         return replace(self, allow=(*self.allow, *paths))
 
-    def denying(self, *paths: str) -> PathPolicy:
-        return replace(self, deny=(*self.deny, *paths))
+    def denying(self, *paths: str, reason: str | None = None) -> PathPolicy:
+        return replace(self, deny=(*self.deny, *paths), deny_reason=reason or self.deny_reason)
 
     def _allowed(self, key: str) -> bool:
         return any(key == a or (a.endswith("/") and key.startswith(a)) for a in self.allow)
@@ -62,7 +63,11 @@ class PathPolicy:
             return
         low = key.lower()
         if any(low == d.lower() for d in self.deny):
-            raise PathRejected(f"{shown} is protected: {self.writer} never writes plan or spec files", path=shown, reason="protected")
+            raise PathRejected(f"{shown} is protected: {self.writer} never writes {self.deny_reason}", path=shown,
+                               reason="protected")
+        if any(d.endswith("/") and (low + "/").startswith(d.lower()) for d in self.deny):
+            raise PathRejected(f"{shown} is protected: {self.writer} never writes {self.deny_reason}", path=shown,
+                               reason="protected")
         _base_rule(key, shown, "write", writers_dirs=True)
 
     def check_read(self, key: str, shown: str) -> None:

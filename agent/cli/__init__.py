@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     from agent.skills.cli import add_parser as add_skills_parser
 
     add_skills_parser(sub)
+    from agent.supervised.cli import add_parsers as add_supervised_parsers
+
+    add_supervised_parsers(sub)  # init, doctor, run, stop, log
     from agent.sandbox.cli import add_sandbox_parser
 
     add_sandbox_parser(sub)

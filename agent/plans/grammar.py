@@ -34,7 +34,8 @@ from typing import Any
 
 from agent.plans.lint import ALLOWED_GLOBALS, FORBIDDEN, KEYWORDS
 from agent.plans.tools import TOOL_NAMES, TOOL_SPECS, ToolSpec
-from agent.protocol import ROLES, SCHEMA_DIR
+from agent.protocol import ROLES
+from agent.resources import schema_dir
 
 __all__ = ["plan_grammar", "STRING_FUNCTIONS", "TABLE_FUNCTIONS", "MATH_FUNCTIONS", "MATH_CONSTANTS",
            "BUILTIN_FUNCTIONS", "RESERVED_NAMES"]
@@ -521,7 +522,7 @@ def _chunk(g: _Rules) -> None:
 
 
 def _answer_schema(role: str) -> dict[str, Any]:
-    schema = json.loads((SCHEMA_DIR / "answers" / f"{role}.json").read_text())
+    schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
     if not isinstance(schema, dict):
         raise ValueError(f"answer schema of {role} is not an object")
     return schema

@@ -34,7 +34,8 @@ from agent.plans.grammar import (
 )
 from agent.plans.lint import ALLOWED_GLOBALS, KEYWORDS, check_plan, lint_plan
 from agent.plans.tools import TOOL_SPECS
-from agent.protocol import ROLES, SCHEMA_DIR
+from agent.protocol import ROLES
+from agent.resources import schema_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -367,7 +368,7 @@ def _minimal(schema: dict[str, Any], keys: list[str]) -> dict[str, str]:
 
 
 def _schema(role: str) -> dict[str, Any]:
-    return dict(json.loads((SCHEMA_DIR / "answers" / f"{role}.json").read_text()))
+    return dict(json.loads((schema_dir() / "answers" / f"{role}.json").read_text()))
 
 
 @pytest.mark.parametrize("role", ROLES)

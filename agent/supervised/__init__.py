@@ -1,0 +1,18 @@
+"""Supervised standalone mode: a person runs `luallm-agent run "..."` (seed 000, seed 002).
+
+One job per module:
+
+- `home`      the agent home, its `config.json` (schema-validated) and `init`
+- `doctor`    environment checks, a report and an exit code
+- `graph`     the task graph: parse, validate, ready nodes, `{node_N_result}` templates
+- `planner`   asks the model for a graph and re-plans with the exact validation errors
+- `models`    picks a luallm model for a task type (MODEL_WAIT when none runs)
+- `effects`   the journal of a node's file writes (applied once, even across kill -9)
+- `approvals` the tiers of §8, pending-approval files, TTY prompts
+- `nodes`     executes one node (llm_call, plan, skill, decision)
+- `state`     `state/current_task.json` and the per-task harness files of seed 002
+- `events`    the §9 audit entries of one task
+- `machine`   the state machine that drives a task to COMPLETE / FAILED / paused / stopped
+- `progress`  lines a person reads and the final summary table
+- `cli`       `init`, `doctor`, `run`, `stop`, `log`
+"""
