@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent.errors import AgentError
+from agent.globs import glob_regex
 from agent.pathpolicy import MODEL
 from agent.plans.commands import CommandRejected, check_arguments, parse_command
 from agent.plans.limits import PlanLimits
@@ -238,35 +239,6 @@ def normalize_args(spec: ToolSpec, args: list[Any], *, named: bool = False) -> d
     return out
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob with `**` into a regex over POSIX relative paths."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        ch = pattern[i]
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[" and "]" in pattern[i + 2:] or ch == "[" and pattern[i + 1:i + 2] == "]":
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
-
 
 class _Matcher:
     """One or more globs; a glob without '/' matches the file name at any depth."""
@@ -276,7 +248,7 @@ class _Matcher:
         for p in patterns:
             p = p.strip()
             p = p[2:] if p.startswith("./") else p
-            self._rules.append(("/" not in p, _glob_regex(p)))
+            self._rules.append(("/" not in p, glob_regex(p)))
 
     def __call__(self, rel: str) -> bool:
         base = rel.rsplit("/", 1)[-1]

@@ -11,9 +11,9 @@ link cannot smuggle a read of `/etc/passwd` through a declared directory.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from functools import cache
+
+from agent.globs import glob_regex
 
 __all__ = ["PathDenied", "SkillPathPolicy", "glob_matches", "expand"]
 
@@ -43,34 +43,12 @@ def expand(pattern: str, base: str) -> str:
     return "/".join([real.rstrip("/"), *rest]) if rest else real
 
 
-@cache
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
 
 def glob_matches(pattern: str, path: str) -> bool:
     """A glob over absolute paths: `*` within one component, `**` across; a directory matches its tree."""
     if not any(c in pattern for c in "*?"):
         return path == pattern or path.startswith(pattern.rstrip("/") + "/")
-    return bool(_glob_regex(pattern).match(path))
+    return bool(glob_regex(pattern).match(path))
 
 
 def _under(path: str, root: str) -> bool:
