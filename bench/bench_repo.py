@@ -4,7 +4,7 @@
 
 Workspaces: 10 files; 10,000 files; 10,000 files plus a 50,000-file `node_modules/` that
 `.gitignore` ignores. For each, through the real agent (reviewer role, recorded replies):
-  * cold first command (a fresh process: full walk + hash, model on a recording)
+  * cold first command (a fresh process: full walk + hash, a scripted model reply)
   * replay latency of a repeated command (receipt hit: digest twice per command)
 and in-process:
   * warm digest of 10,000 files (nothing changed; inotify drained)            target ≤ 20 ms
@@ -67,9 +67,11 @@ def one(agent: AgentProcess, cmd: dict) -> float:
     return time.perf_counter() - t0
 
 
-def bench_workspace(ws: Path, recording: Path, cmd: dict, repeats: int) -> tuple[float, float]:
+def bench_workspace(ws: Path, replies: Path, cmd: dict, repeats: int) -> tuple[float, float]:
     """(cold first command seconds, median replay seconds)."""
-    a = AgentProcess("reviewer", argv(ws, "--replay", str(recording)))
+    # Scripted replies, not a recording: the reviewer's prompt quotes the workspace, so a recording
+    # made in one workspace would miss in another.
+    a = AgentProcess("reviewer", argv(ws, "--scripted-replies", str(replies)))
     a.until(lambda m: m.get("status") == "ready", 60)
     cold = one(a, cmd)
     times = [one(a, cmd) for _ in range(repeats)]
@@ -77,17 +79,10 @@ def bench_workspace(ws: Path, recording: Path, cmd: dict, repeats: int) -> tuple
     return cold, statistics.median(times)
 
 
-def record_review(tmp: Path, cmd: dict) -> Path:
-    rec = tmp / "rec.jsonl"
+def scripted_review(tmp: Path) -> Path:
     replies = tmp / "replies.json"
     replies.write_text(json.dumps([REVIEW]))
-    ws = tmp / "ws-record"
-    make_tree(ws, 10)
-    a = AgentProcess("reviewer", argv(ws, "--scripted-replies", str(replies), "--record", str(rec)))
-    a.until(lambda m: m.get("status") == "ready", 60)
-    one(a, cmd)
-    a.close()
-    return rec
+    return replies
 
 
 def bench_digest(ws: Path, tries: int) -> tuple[float, float]:
@@ -154,7 +149,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-repo-"))
     try:
         cmd = make_command("review", task_id="T-0001")
-        rec = record_review(tmp, cmd)
+        rec = scripted_review(tmp)
         sizes = {"10 files": (10, 0), "10,000 files": (10_000, 0),
                  "10,000 + 50,000 ignored": (10_000, 50_000)}
         results = {}
