@@ -217,8 +217,11 @@ def run_lorch(lorch: Path, ws: Path, task_id: str, *, wall_cap: float, log: Path
     if timed_out:
         error = f"stopped by the bench's wall cap ({wall_cap:.0f}s)"
     ok = proc.returncode == 0 and SUCCESS_LINE in text and not timed_out
-    decode_errors = sum(1 for line in text.splitlines() if "failed to decode message from agent" in line
-                        or "unexpected message type from agent" in line)
+    # "read |0: file already closed" is lorch reading a pipe it closed itself while shutting down
+    # (a race inside lorch that repeats the line in a loop), not a line the agent wrote.
+    decode_errors = sum(1 for line in text.splitlines()
+                        if ("failed to decode message from agent" in line or "unexpected message type from agent" in line)
+                        and "file already closed" not in line)
     return LorchRun(proc.returncode, ok, round(seconds, 1), decode_errors, timed_out, error, log)
 
 
