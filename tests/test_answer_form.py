@@ -51,13 +51,25 @@ def test_auto_without_known_capabilities_is_json_with_its_schema() -> None:
     assert form.name == "json" and form.schema and form.grammar is None
 
 
-def test_auto_with_a_grammar_server_gives_the_builder_a_constrained_plan(grammar_module) -> None:  # type: ignore[no-untyped-def]
+def test_auto_with_a_grammar_server_still_asks_for_json_unless_the_grammar_is_asked_for(grammar_module) -> None:  # type: ignore[no-untyped-def]
     model = UsageTracker(FakeModelWithCaps([], caps=Caps(grammar=True)))  # found through the wrappers
+    form = choose_form("auto", model, "builder", "planning")
+    assert form.name == "json" and form.schema and grammar_module == []
+    other = choose_form("auto", model, "reviewer", "review")
+    assert other.name == "json" and other.schema  # other roles: JSON held by the schema
+
+
+def test_a_grammar_hint_on_a_grammar_server_gives_a_constrained_plan(grammar_module, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from agent.roles import answer_form
+
+    real = answer_form.model_hints
+    monkeypatch.setattr(answer_form, "model_hints", lambda *a: dataclasses.replace(real(*a), answers="grammar"))
+    model = UsageTracker(FakeModelWithCaps([], caps=Caps(grammar=True)))
     form = choose_form("auto", model, "builder", "planning")
     assert form.name == "grammar" and form.grammar and "builder" in form.grammar and not form.schema
     assert grammar_module == [("builder", None)]  # the builder may use every tool
-    other = choose_form("auto", model, "reviewer", "review")
-    assert other.name == "json" and other.schema  # other roles: JSON held by the schema
 
 
 def test_grammar_server_without_the_generator_falls_back_to_json(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,8 +69,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    metavar="N",
                    help="times an invalid answer is sent back to the model with the error")
     g.add_argument("--answers", choices=("auto", "plan", "json"), default="auto",
-                   help="auto: per model and server (a grammar-constrained Lua plan for the builder when the "
-                        "server takes a GBNF grammar, else the JSON answer with its schema as response_format); "
+                   help="auto: per model and server (the JSON answer with its schema as response_format; a "
+                        "grammar-constrained Lua plan where the provider's config or notes say answers: grammar); "
                         "plan: prefer Lua plans; json: the JSON answer with its schema as response_format")
     g.add_argument("--max-review-rounds", type=int_in(1, 1000), default=4, metavar="N",
                    help="review rounds on one task before the reviewer ends lorch's review loop")
