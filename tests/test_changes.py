@@ -47,8 +47,10 @@ def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
 
 
 def test_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
-    with pytest.raises(ChangeError, match="new.py does not exist; create it with files"):
+    with pytest.raises(ChangeError, match="new.py does not exist; create it with files") as err:
         planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": "b"}]})
+    # The example names the file itself: a small model copied an example path ("src/app.py") verbatim.
+    assert '"path": "new.py"' in err.value.message and "src/app.py" not in err.value.message
 
 
 def test_blank_lines_around_the_old_text_are_forgiven(ws: Workspace) -> None:

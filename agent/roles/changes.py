@@ -174,7 +174,9 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         path = _check_path(ws, e["path"], where)
         content = _current(ws, path, pending)
         if content is None:
-            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{FILE_SHAPE}]", path=path)
+            # The real path in the example: a small model copies an example path verbatim.
+            shape = FILE_SHAPE.replace("src/app.py", path)
+            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}]", path=path)
         updated = apply_edit(content, e["old"], e["new"], where, path)
         source = f"{pending[path].source}+{where}" if path in pending else where
         pending[path] = FileWrite(path, updated, source)
