@@ -46,6 +46,11 @@ def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
     assert "occurs 2 times in twice.py (lines 1, 2)" in err.value.message
 
 
+def test_an_edit_with_an_empty_old_creates_a_missing_file(ws: Workspace) -> None:
+    writes = planned_writes(ws, {"edits": [{"path": "new.py", "old": "", "new": "def f():\n    return 1\n"}]})
+    assert [(w.path, w.content) for w in writes] == [("new.py", "def f():\n    return 1\n")]
+
+
 def test_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
     with pytest.raises(ChangeError, match="new.py does not exist; create it with files") as err:
         planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": "b"}]})

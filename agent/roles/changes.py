@@ -173,10 +173,16 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
             continue
         path = _check_path(ws, e["path"], where)
         content = _current(ws, path, pending)
+        if content is None and not str(e.get("old", "")).strip() and str(e.get("new", "")).strip():
+            # An edit with an empty `old` of a file that does not exist can only mean "create it":
+            # resolved here rather than refused (small models answer new files as edits, every time).
+            pending[path] = FileWrite(path, e["new"], where)
+            continue
         if content is None:
             # The real path in the example: a small model copies an example path verbatim.
             shape = FILE_SHAPE.replace("src/app.py", path)
-            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}]", path=path)
+            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}], or give this "
+                              "edit an empty old", path=path)
         updated = apply_edit(content, e["old"], e["new"], where, path)
         source = f"{pending[path].source}+{where}" if path in pending else where
         pending[path] = FileWrite(path, updated, source)
