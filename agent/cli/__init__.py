@@ -30,11 +30,15 @@ examples:
   luallm-agent stdio --role builder --workspace . --base-url http://127.0.0.1:8080/v1 --model my-model"""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_stdio: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; `only_stdio` registers just `stdio` (lorch's start-up path: the other
+    subcommands' modules cost ~20 ms of imports before the `ready` heartbeat)."""
     parser = Parser(prog="luallm-agent", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"luallm-agent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     stdio.add_parser(sub)
+    if only_stdio:
+        return parser
     replay.add_parser(sub)
     demo.add_parser(sub)
     schemas.add_parser(sub)
@@ -57,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only_stdio=argv[:1] == ["stdio"])
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
