@@ -38,7 +38,7 @@ from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
 
-__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request"]
+__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
@@ -119,15 +119,16 @@ def _plans() -> Any:
     return plans
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string inside nested JSON-like data (dict values, list items), depth first."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _strings(v)
+            yield from strings_in(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _strings(v)
+            yield from strings_in(v)
 
 
 def _schema(spec: AnswerSpec) -> dict[str, Any]:
@@ -150,7 +151,7 @@ def _role_rules(ctx: CommandContext, spec: AnswerSpec, data: dict[str, Any]) -> 
     if spec.check:
         spec.check(data)
     if spec.guard_answer:
-        for text in _strings(data):
+        for text in strings_in(data):
             ctx.workspace.guard_content("the answer", text.encode("utf-8", "replace"))
 
 

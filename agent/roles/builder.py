@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import Answer, AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answers import Answer, AnswerSpec, InvalidAnswer, obtain_answer, strings_in
 from agent.errors import AgentError, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, check_change_entries, planned_writes
@@ -44,16 +44,6 @@ def feedback_files(task_id: str) -> list[str]:
     return [f"reviews/{safe}.json", f"spec_notes/{safe}.json"]
 
 
-def _texts(value: Any) -> list[str]:
-    """Every string inside an inputs value (goal, instruction, approved plan, clarifications...)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _texts(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in _texts(v)]
-    return []
-
 
 def _cited_paths(ctx: CommandContext, rel: str) -> list[str]:
     """Paths a feedback file points at: review findings' paths (the files under review)."""
@@ -67,13 +57,13 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
     cmd = ctx.cmd
     named = [p for p in cmd.inputs.get("task_files") or [] if isinstance(p, str)]
     named += [o.path for o in cmd.expected_outputs]
-    named += paths_named_in(_texts(cmd.inputs), listing)
+    named += paths_named_in(list(strings_in(cmd.inputs)), listing)
     if cmd.action == "implement_changes":
         from agent.roles.reviewer import builder_files
 
         for rel in feedback_files(cmd.task_id):
             named += _cited_paths(ctx, rel)
-            named += paths_named_in(_texts(_load_json(ctx, rel)), listing)
+            named += paths_named_in(list(strings_in(_load_json(ctx, rel))), listing)
         named += builder_files(ctx)
     seen: list[str] = []
     for rel in named:
