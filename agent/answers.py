@@ -38,7 +38,7 @@ from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
 
-__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
+__all__ = ["AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
@@ -57,6 +57,15 @@ class InvalidAnswer(AgentError):
 
 # Errors worth sending back to the model with their exact message.
 _REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, PathRejected, SecretInArtifact)
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """A stricter JSON answer: the schema sent as response_format (a subset of the role's) and the note."""
+
+    schema: dict[str, Any]
+    note: str
+    reason: str
 
 
 @dataclass
@@ -79,6 +88,9 @@ class AnswerSpec:
     # artifact): a secret anywhere in it is refused up front, while the model can repair it.
     # The builder writes only its files' contents, which its `check` guards instead.
     guard_answer: bool = True
+    # A stricter form to switch to when the same error (or the same answer) comes twice from the
+    # JSON form, e.g. the builder's whole-files-only answer when its edits keep missing.
+    narrow: Narrowing | None = None
 
     @property
     def schema_name(self) -> str:
@@ -138,11 +150,11 @@ def _schema(spec: AnswerSpec) -> dict[str, Any]:
 
 
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
-                  max_tokens: int | None, first: bool) -> ModelRequest:
+                  max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None) -> ModelRequest:
     """The model request for one attempt: the form decides response_format or grammar."""
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
-                        response_schema=_schema(spec) if form.schema else None,
+                        response_schema=(schema or _schema(spec)) if form.schema else None,
                         max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=form.grammar)
 
 
@@ -181,6 +193,8 @@ class _Loop:
         self.messages = messages_for(ctx, user, self.form.name)
         self.max_tokens: int | None = ctx.settings.max_tokens
         self.rejected: list[str] = []
+        self.errors: list[str] = []
+        self.narrowed: dict[str, Any] | None = None  # the stricter schema, once switched to it
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
         self.last: AgentError | None = None
 
@@ -193,6 +207,17 @@ class _Loop:
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
                               schema=self.form.schema, grammar=False, reason=why)
         return True
+
+    def narrow(self, why: str) -> str | None:
+        """Switch the JSON answer to the role's stricter form; its note, or None when there is none left."""
+        narrowing = self.spec.narrow
+        if narrowing is None or self.narrowed is not None or self.form.lua:
+            return None
+        self.narrowed = narrowing.schema
+        self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
+                              schema=self.form.schema, grammar=False, narrowed=True,
+                              reason=f"{why}: {narrowing.reason}")
+        return narrowing.note
 
     def ask_less(self, why: str) -> None:
         """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
@@ -214,7 +239,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     while True:
         attempt += 1
         ctx.check_deadline()
-        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1)
+        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.narrowed)
         try:
             reply = model.complete(request)
         except ModelTimeout as exc:
@@ -250,11 +275,16 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                              error=exc.message, cut_off=cut_off)
             repeated = _normal(reply.text) in loop.rejected
+            same_error = exc.message in loop.errors
             loop.rejected.append(_normal(reply.text))
+            loop.errors.append(exc.message)
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
-            if repeated:
+            note = loop.narrow("the same error came twice") if repeated or same_error else None
+            if note:
+                message += "\n" + note
+            elif repeated:
                 # The same invalid answer twice: a third identical question would get it again.
                 if not loop.switch_to_json("the same invalid answer came twice"):
                     ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)

@@ -33,7 +33,9 @@ def test_edits_apply_in_order_on_top_of_each_other(ws: Workspace) -> None:
 
 
 def test_edit_whose_old_text_is_missing_names_where_its_first_line_is(ws: Workspace) -> None:
-    answer = {"edits": [{"path": "stack.py", "old": "    def op1(self):\n    return 1\n", "new": "x"}]}
+    # the body is nothing like op1's: no near match, so the model is asked again with where to look
+    answer = {"edits": [{"path": "stack.py", "old": "    def op1(self):\n        total = compute_everything(self)\n"
+                                                    "        return total * 2\n", "new": "x"}]}
     with pytest.raises(ChangeError) as err:
         planned_writes(ws, answer)
     assert "edits[0]: the old text is not in stack.py" in err.value.message
@@ -51,9 +53,21 @@ def test_an_edit_with_an_empty_old_creates_a_missing_file(ws: Workspace) -> None
     assert [(w.path, w.content) for w in writes] == [("new.py", "def f():\n    return 1\n")]
 
 
-def test_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
+def test_an_edit_with_a_made_up_old_of_a_missing_file_creates_it_and_says_so(ws: Workspace) -> None:
+    # Qwen2.5-Coder-1.5B under real lorch answered a new module as an edit with an invented old
+    [write] = planned_writes(ws, {"edits": [{"path": "stats.py", "old": "# stats", "new": "def mean(xs):\n    "
+                                             "return sum(xs) / len(xs)\n"}]})
+    assert write.path == "stats.py" and write.content.startswith("def mean(xs):")
+    assert write.notes == ["edits[0]: stats.py did not exist; created it from the edit's new text"]
+    # ... but the example's old pasted in front of it does not compile, and is sent back
+    with pytest.raises(ChangeError, match=r"stats.py is not valid Python: line 1: unexpected indent"):
+        planned_writes(ws, {"edits": [{"path": "stats.py", "old": '    return "1.0"\n',
+                                       "new": '    return "1.0"\n\n\ndef mean(xs):\n    return 0\n'}]})
+
+
+def test_an_empty_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
     with pytest.raises(ChangeError, match="new.py does not exist; create it with files") as err:
-        planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": "b"}]})
+        planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": ""}]})
     # The example names the file itself: a small model copied an example path ("src/app.py") verbatim.
     assert '"path": "new.py"' in err.value.message and "src/app.py" not in err.value.message
 

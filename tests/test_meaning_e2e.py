@@ -108,7 +108,8 @@ def test_implement_without_any_change_must_say_why(spawn, workspace: Path, tmp_p
 
 def test_an_edit_that_does_not_match_gets_the_exact_reason(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
-    wrong = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    def op5(self):\n      return 5",
+    wrong = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    def op5(self):\n        value = "
+                                                   "self.compute_the_fifth_operation()\n        return value\n",
                                                    "new": "x"}]})
     fix = json.dumps({"summary": "op5 returns 55",
                       "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
@@ -116,6 +117,37 @@ def test_an_edit_that_does_not_match_gets_the_exact_reason(spawn, workspace: Pat
     spawn("builder", "--record", str(rec), replies=[wrong, fix]).run(make_command("implement"))
     repair = _requests(rec)[1][-1]["content"]
     assert "edits[0]: the old text is not in stack.py; its first line ('def op5(self):') is at line 17" in repair
+
+
+def test_an_edit_copied_loosely_lands_on_its_block_and_says_so(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    loose = json.dumps({"summary": "op5 returns 55",  # wrong indentation and spacing: the same lines otherwise
+                        "edits": [{"path": "stack.py", "old": "  def op5(self):\n    return 5", "new":
+                                   "  def op5(self):\n    return 55"}]})
+    agent = spawn("builder", replies=[loose])
+    out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
+    assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
+    [log] = [m for m in out if m.get("kind") == "log" and m.get("message") == "edits placed by near match"]
+    assert log["fields"]["notes"] == ["edits[0]: old was not exact; replaced lines 17-18 of stack.py "
+                                      "(ignoring whitespace)"]
+
+
+def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path,
+                                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    # Qwen2.5-Coder-0.5B under real lorch: the worked example's old text, every time
+    copied = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return \"1.0\"\n", "new": "y"}]})
+    whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
+                                                                "content": STACK.replace("return 5\n", "return 55\n")}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), replies=[copied, copied, whole])
+    done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
+                  "builder.completed")[-1]
+    assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
+    note = _requests(rec)[2][-1]["content"]
+    assert "now give no edits: give each file you change whole in `files`" in note
 
 
 def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dropped(spawn, workspace: Path,

@@ -8,14 +8,15 @@ listing of the project's own files (never lorch's bookkeeping).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
 
-from agent.answers import Answer, AnswerSpec, InvalidAnswer, obtain_answer, strings_in
+from agent.answers import Answer, AnswerSpec, InvalidAnswer, Narrowing, obtain_answer, strings_in
 from agent.errors import AgentError, ShuttingDown
 from agent.prompt import PromptBuilder
-from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, check_change_entries, planned_writes
+from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, FileWrite, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -165,6 +166,25 @@ def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return salvage
 
 
+def whole_files_form() -> Narrowing:
+    """The builder's answer with whole files only: what a small model gets right when its edits keep missing.
+
+    Measured under real lorch: Qwen2.5-Coder-0.5B copied the worked example's `old` text into
+    every edit, the same answer after each repair; with edits out of the schema (the server
+    enforces response_format token by token) it has to write the file.
+    """
+    from agent.protocol import validator
+
+    schema = copy.deepcopy(validator("answers/builder.json").schema)
+    schema["properties"].pop("edits", None)
+    schema["properties"]["files"]["minItems"] = 1
+    schema["required"] = ["summary", "files"]
+    note = ("Your edits could not be applied, so now give no edits: give each file you change whole in `files`, "
+            f"like {FILE_SHAPE}. For an existing file copy its current content from above and change only what "
+            "the task needs; keep every other line.")
+    return Narrowing(schema, note, "whole files only (edits left out of the schema)")
+
+
 def _run_tests(ctx: CommandContext) -> dict[str, Any]:
     ctx.progress("files written; running tests", stage="testing", progress=0.8, files=len(ctx.artifacts))
     tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
@@ -194,6 +214,14 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -
         return None
 
 
+def _write_all(ctx: CommandContext, writes: list[FileWrite]) -> None:
+    notes = [n for w in writes for n in w.notes]
+    if notes:  # the model's edit was placed by the agent: say where, so a reviewer can check it
+        ctx.log("info", "edits placed by near match", notes=notes[:10])
+    for write in writes:
+        ctx.write(write.path, write.content)
+
+
 def handle(ctx: CommandContext) -> Outcome:
     budget = PromptBuilder(ctx.settings.budget)
     user = builder_prompt(ctx, budget)
@@ -202,10 +230,10 @@ def handle(ctx: CommandContext) -> Outcome:
 
         ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
-    spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False)
+    spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False,
+                      narrow=whole_files_form())
     answer = obtain_answer(ctx, spec, user)
-    for write in planned_writes(ctx.workspace, answer.data):
-        ctx.write(write.path, write.content)
+    _write_all(ctx, planned_writes(ctx.workspace, answer.data))
     tests = _run_tests(ctx)
     repairs = 0
     while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
@@ -217,8 +245,7 @@ def handle(ctx: CommandContext) -> Outcome:
         if not writes and not fixed.plan:
             break
         answer = fixed
-        for write in writes:
-            ctx.write(write.path, write.content)
+        _write_all(ctx, writes)
         tests = _run_tests(ctx)
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,

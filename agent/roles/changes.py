@@ -9,18 +9,22 @@ and why, and so that, after the repair budget, the entries that passed can still
   10 lines or more, every test of a test file gone, a class gone, or most of its named definitions
   gone;
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
-  changes of the same answer.
+  changes of the same answer — or, when it is not copied exactly, match exactly one block of the
+  file ignoring whitespace or nearly (`agent.roles.near_match`); such an edit says so in a note;
+* a Python file that compiled before must still compile after the answer's changes.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answers import InvalidAnswer
 from agent.errors import AgentError, PathRejected
 from agent.pathpolicy import MODEL
+from agent.roles.near_match import find_block
 from agent.roles.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
@@ -46,6 +50,7 @@ class FileWrite:
     path: str
     content: str
     source: str  # "files[0]", "edits[2]", ... (the entries that produced this content)
+    notes: list[str] = field(default_factory=list)  # edits placed by a near match, for the log
 
 
 def shrink_reason(path: str, old: str, new: str) -> str | None:
@@ -79,8 +84,12 @@ def _locate(content: str, old: str) -> str:
             "exactly, with the same indentation")
 
 
-def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
-    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous."""
+def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: list[str] | None = None) -> str:
+    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous.
+
+    When `old` is not in the file as written, the one block it nearly matches is replaced
+    instead, and `notes` gets a line saying where and how closely.
+    """
     count = content.count(old)
     if count == 0 and old.strip("\n") and content.count(old.strip("\n")) == 1:
         old = old.strip("\n")  # blank lines around the snippet are a common, harmless slip
@@ -101,6 +110,13 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
             return _reindented(content, old, new, extra, where, path)
         return content.replace(old, new, 1)
     if count == 0:
+        block = find_block(content, old)
+        if block is not None:
+            how = "ignoring whitespace" if block.ratio == 1.0 else f"{block.ratio:.0%} alike"
+            if notes is not None:
+                notes.append(f"{where}: old was not exact; replaced lines {block.first_line}-{block.last_line} of "
+                             f"{path} ({how})")
+            return content[:block.start] + block.replacement(new) + content[block.end:]
         raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
     lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
     raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
@@ -173,20 +189,53 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
             continue
         path = _check_path(ws, e["path"], where)
         content = _current(ws, path, pending)
-        if content is None and not str(e.get("old", "")).strip() and str(e.get("new", "")).strip():
-            # An edit with an empty `old` of a file that does not exist can only mean "create it":
-            # resolved here rather than refused (small models answer new files as edits, every time).
-            pending[path] = FileWrite(path, e["new"], where)
+        if content is None and str(e.get("new", "")).strip():
+            # An edit of a file that does not exist has nothing to replace: it can only mean
+            # "create it with `new`" — resolved here rather than refused, since small models
+            # answer new modules as edits every time (Qwen2.5-Coder-0.5B and 1.5B under real
+            # lorch, with a made-up `old`). The compile check below still judges the result.
+            notes = [] if not str(e.get("old", "")).strip() else \
+                [f"{where}: {path} did not exist; created it from the edit's new text"]
+            pending[path] = FileWrite(path, e["new"], where, notes)
             continue
         if content is None:
             # The real path in the example: a small model copies an example path verbatim.
             shape = FILE_SHAPE.replace("src/app.py", path)
-            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}], or give this "
-                              "edit an empty old", path=path)
-        updated = apply_edit(content, e["old"], e["new"], where, path)
+            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}]", path=path)
+        notes = list(pending[path].notes) if path in pending else []
+        updated = apply_edit(content, e["old"], e["new"], where, path, notes)
         source = f"{pending[path].source}+{where}" if path in pending else where
-        pending[path] = FileWrite(path, updated, source)
+        pending[path] = FileWrite(path, updated, source, notes)
+    for write in pending.values():
+        _check_compiles(ws, write)
     return list(pending.values())
+
+
+def _check_compiles(ws: Workspace, write: FileWrite) -> None:
+    """A Python file that compiled before (or is new) must still compile: a precise, repairable error."""
+    if not write.path.endswith(".py"):
+        return
+    why = _syntax_error(write.content, write.path)
+    if why is None:
+        return
+    before = _current(ws, write.path, {})
+    if before is not None and _syntax_error(before, write.path) is not None:
+        return  # it did not compile before either: not this answer's doing
+    raise ChangeError(f"{write.source}: after this change {write.path} is not valid Python: {why}",
+                      path=write.path)
+
+
+def _syntax_error(source: str, path: str) -> str | None:
+    try:
+        with warnings.catch_warnings():  # a SyntaxWarning ("\\d" escapes) is not ours to print
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", dont_inherit=True)  # parses only; nothing runs
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()[:80]
+        return f"line {exc.lineno}: {exc.msg}" + (f" ({line!r})" if line else "")
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return str(exc)[:200] or type(exc).__name__
+    return None
 
 
 def check_change_entries(ws: Workspace, answer: dict[str, Any]) -> dict[str, str]:

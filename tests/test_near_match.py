@@ -1,0 +1,94 @@
+"""An edit whose `old` is not copied exactly lands on the one block it means, or is asked again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.roles.changes import ChangeError, apply_edit, planned_writes
+from agent.roles.near_match import find_block
+from agent.workspace import Workspace
+
+CART = '''"""A shopping cart."""
+
+
+class Cart:
+    def __init__(self):
+        self.items = {}
+
+    def add(self, name, price, quantity=1):
+        """Add quantity units of an item."""
+        if quantity <= 0:
+            raise ValueError("quantity must be positive")
+        self.items[name] = [price, quantity]
+
+    def total(self):
+        return sum(p * q for p, q in self.items.values())
+'''
+# Qwen2.5-Coder-1.5B under real lorch: the method quoted without its docstring
+ADD_NO_DOC = '''    def add(self, name, price, quantity=1):
+        if quantity <= 0:
+            raise ValueError("quantity must be positive")
+        self.items[name] = [price, quantity]
+'''
+REMOVE = '''
+    def remove(self, name):
+        del self.items[name]
+'''
+
+
+def _apply(old: str, new: str, content: str = CART) -> tuple[str, list[str]]:
+    notes: list[str] = []
+    return apply_edit(content, old, new, "edits[0]", "cart.py", notes), notes
+
+
+def test_a_method_quoted_without_its_docstring_replaces_the_whole_method() -> None:
+    out, notes = _apply(ADD_NO_DOC, ADD_NO_DOC + REMOVE)
+    assert out.count("def add(") == 1 and "def remove(self, name):\n        del self.items[name]\n" in out
+    assert '"""Add quantity units' not in out  # the model's new text is the method now
+    assert "def total(self):" in out and "def __init__" in out
+    assert notes == ["edits[0]: old was not exact; replaced lines 8-12 of cart.py (88% alike)"]
+    compile(out, "cart.py", "exec")
+
+
+def test_whitespace_only_differences_match_exactly_and_new_moves_to_the_files_indentation() -> None:
+    old = "def total(self):\n  return sum(p * q   for p, q in self.items.values())"
+    out, notes = _apply(old, "def total(self):\n  return 0")
+    assert out.endswith("    def total(self):\n        return 0\n") or "    def total(self):\n      return 0\n" in out
+    assert "(ignoring whitespace)" in notes[0]
+    compile(out, "cart.py", "exec")
+
+
+def test_two_places_that_fit_about_as_well_are_not_guessed() -> None:
+    content = "".join(f"def op{i}(self):\n    return {i}\n\n" for i in range(6))
+    assert find_block(content, "def op(self):\n    return 7\n") is None
+    with pytest.raises(ChangeError, match="not even its first line"):
+        _apply("def op(self):\n    return 7\n", "x", content)
+    # ... but a paraphrase that is clearly nearer one of them lands there
+    out, notes = _apply("def op1(self):\n    return 11\n", "def op1(self):\n    return 111\n", content)
+    assert "def op1(self):\n    return 111\n" in out and "return 1\n" not in out and len(notes) == 1
+
+
+@pytest.mark.parametrize("old", ["def checkout(self):\n    return self.pay()\n",      # not in the file at all
+                                 "        return sum(x for x in self.items)\n"])    # one paraphrased line
+def test_text_that_is_not_near_anything_is_refused(old: str) -> None:
+    with pytest.raises(ChangeError, match="the old text is not in cart.py"):
+        _apply(old, "x")
+
+
+def test_an_edit_that_breaks_python_is_sent_back_with_the_line(tmp_path: Path) -> None:
+    (tmp_path / "cart.py").write_text(CART)
+    answer = {"edits": [{"path": "cart.py", "old": "    def total(self):\n", "new": "    def total(self)\n"}]}
+    with pytest.raises(ChangeError, match=r"edits\[0\]: after this change cart.py is not valid Python: line 14"):
+        planned_writes(Workspace(tmp_path), answer)
+    new = {"files": [{"path": "new.py", "content": "def f(:\n"}]}
+    with pytest.raises(ChangeError, match=r"files\[0\]: after this change new.py is not valid Python: line 1"):
+        planned_writes(Workspace(tmp_path), new)
+
+
+def test_a_file_that_did_not_compile_before_is_not_held_against_the_answer(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("def f(:\n    return 1\n")
+    answer = {"edits": [{"path": "broken.py", "old": "return 1", "new": "return 2"}]}
+    [write] = planned_writes(Workspace(tmp_path), answer)
+    assert write.content == "def f(:\n    return 2\n"
