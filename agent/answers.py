@@ -61,10 +61,11 @@ _REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, Pat
 
 @dataclass(frozen=True)
 class Narrowing:
-    """A stricter JSON answer: the schema sent as response_format (a subset of the role's) and the note."""
+    """A stricter JSON answer: the schema sent as response_format (a subset of the role's), and the
+    note to the model, made from the reply that was rejected (so it can name that reply's files)."""
 
     schema: dict[str, Any]
-    note: str
+    note: Callable[[str], str]
     reason: str
 
 
@@ -208,7 +209,7 @@ class _Loop:
                               schema=self.form.schema, grammar=False, reason=why)
         return True
 
-    def narrow(self, why: str) -> str | None:
+    def narrow(self, why: str, rejected: str) -> str | None:
         """Switch the JSON answer to the role's stricter form; its note, or None when there is none left."""
         narrowing = self.spec.narrow
         if narrowing is None or self.narrowed is not None or self.form.lua:
@@ -217,7 +218,7 @@ class _Loop:
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
                               schema=self.form.schema, grammar=False, narrowed=True,
                               reason=f"{why}: {narrowing.reason}")
-        return narrowing.note
+        return narrowing.note(rejected)
 
     def ask_less(self, why: str) -> None:
         """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
@@ -281,7 +282,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
-            note = loop.narrow("the same error came twice") if repeated or same_error else None
+            note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
             if note:
                 message += "\n" + note
             elif repeated:

@@ -40,10 +40,11 @@ DEFAULT_OUT = Path("bench-out") / "lorch"
 
 
 def _label(model: str, agent_args: list[str]) -> str:
-    """Folder and table name of one configuration: the model, plus any agent flags."""
-    if not agent_args:
+    """Folder and table name of one configuration: the model, plus any agent flags that change behaviour."""
+    shown = [a for a in agent_args if not a.startswith("--record")]  # recording changes nothing the model sees
+    if not shown:
         return model
-    return model + "@" + "_".join(a.lstrip("-").replace("=", "-").replace("/", "-") for a in agent_args)
+    return model + "@" + "_".join(a.lstrip("-").replace("=", "-").replace("/", "-") for a in shown)
 
 
 def _git_head() -> str:

@@ -130,7 +130,7 @@ def test_the_same_error_twice_narrows_the_json_schema_once(tmp_path: Path) -> No
     strict = {"type": "object", "required": ["status", "summary", "findings"],
               "properties": {"status": {"enum": ["approved"]}, "summary": {"type": "string"},
                              "findings": {"type": "array"}}}
-    spec = AnswerSpec("reviewer", "review", narrow=Narrowing(strict, "Only approve now.", "stricter"))
+    spec = AnswerSpec("reviewer", "review", narrow=Narrowing(strict, lambda rejected: "Only approve now.", "stricter"))
     other_bad = json.dumps({"status": "maybe", "summary": "?!", "findings": []})  # different text, same error
     model = FakeModel([BAD, other_bad, APPROVED])
     ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json"))

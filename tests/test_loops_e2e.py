@@ -92,3 +92,30 @@ def test_an_approval_in_the_last_round_ends_the_loop_normally(spawn, workspace: 
     done = events(reviewer.run(make_command("review")), "review.completed")[-1]
     assert done["status"] == "approved" and done["payload"]["round"] == 2
     assert reviewer.proc.poll() is None
+
+
+def test_changes_requested_of_the_specs_own_sections_end_in_the_edits_it_may_make(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B under real lorch: told Behaviour may not be edited, it asked the builder
+    # for "status", "changelog", ... in every round until the loop bound ended the run.
+    (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nadd\n\n## Status\nnot started\n\n## Changelog\n- 0.1\n")
+    forbidden = json.dumps({"status": "updated", "summary": "stats done", "section_edits": [
+        {"section": "Behaviour", "content": "add, now done"}, {"section": "Status", "content": "add is done."}]})
+    own = json.dumps({"status": "changes_requested", "summary": "Behaviour section is not allowed for editing",
+                      "section_edits": [], "required_changes": ["status", "changelog", "completion", "open_questions"]})
+    spec = spawn("spec_maintainer", replies=[forbidden, own, own])
+    out = spec.run(make_command("update_spec"))
+    done = events(out, "spec.updated")[-1]["payload"]
+    assert done["edited_sections"] == ["Status"]
+    text = (workspace / "SPEC.md").read_text()
+    assert "## Status\n\nadd is done.\n" in text and "## Behaviour\nadd\n" in text
+    assert [m["message"] for m in out if m.get("kind") == "log" and m["message"].startswith("spec:")] == [
+        "spec: falling back on the earlier answer with edits it may make",
+        "spec: edits still not allowed after the repairs were dropped"]
+
+
+def test_changes_requested_of_the_specs_own_sections_alone_need_no_builder(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nadd\n\n## Status\nnot started\n")
+    own = json.dumps({"status": "changes_requested", "summary": "s", "required_changes": ["Status", "open_questions"]})
+    spec = spawn("spec_maintainer", replies=[own, own])
+    out = spec.run(make_command("update_spec"))
+    assert events(out, "spec.no_changes_needed") and not events(out, "spec.changes_requested")

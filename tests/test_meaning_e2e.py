@@ -147,7 +147,8 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
                   "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
     note = _requests(rec)[2][-1]["content"]
-    assert "now give no edits: give each file you change whole in `files`" in note
+    assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
+           '<all of stack.py, with your change>}]' in note
 
 
 def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dropped(spawn, workspace: Path,
@@ -178,13 +179,51 @@ def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace
     right = json.dumps({"summary": "add adds", "edits": [{"path": "calc.py", "old": "a * b + 1", "new": "a + b"}]})
     rec = tmp_path / "rec.jsonl"
     agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
-                  replies=[wrong, right])
+                  "--add-tests", "off", replies=[wrong, right])
     done = events(agent.run(make_command("implement", inputs={"goal": "fix add in calc.py"})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
     assert done["payload"]["summary"] == "add adds" and (workspace / "calc.py").read_text().endswith("a + b\n")
     repair = _requests(rec)[1][-1]["content"]
     assert "## The tests failed after your change" in repair and "assert 5 == 4" in repair
     assert "return a * b + 1" in repair  # the file as it is now
+
+
+def test_a_change_without_a_test_gets_one_asked_for_and_the_test_drives_the_fix(spawn, workspace: Path,
+                                                                               tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    # Qwen2.5-Coder-1.5B under real lorch: fizzbuzz without "FizzBuzz", no test, old tests passing
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_greet.py").write_text("def test_greet():\n    assert True\n")
+    slip = json.dumps({"summary": "fizz", "files": [{"path": "fizz.py", "content":
+                       "def fizz(n):\n    return 'Fizz' if n % 3 == 0 else 'Buzz' if n % 5 == 0 else str(n)\n"}]})
+    sneaky = json.dumps({"summary": "t", "files": [{"path": "fizz.py", "content": "def fizz(n):\n    return ''\n"}]})
+    test = json.dumps({"summary": "a test", "files": [{"path": "tests/test_fizz.py", "content":
+                       "from fizz import fizz\n\n\ndef test_fizz():\n    assert fizz(15) == 'FizzBuzz'\n"
+                       "    assert fizz(3) == 'Fizz' and fizz(5) == 'Buzz' and fizz(7) == '7'\n"}]})
+    fix = json.dumps({"summary": "FizzBuzz first", "edits": [{"path": "fizz.py", "old": "return 'Fizz' if",
+                                                               "new": "return 'FizzBuzz' if n % 15 == 0 else 'Fizz' if"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+                  replies=[slip, sneaky, test, fix])
+    done = events(agent.run(make_command("implement", inputs={"goal": "fizz(n) in fizz.py"})), "builder.completed")[-1]
+    assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
+    assert sorted(done["payload"]["files"]) == ["fizz.py", "tests/test_fizz.py"]
+    assert "'FizzBuzz' if n % 15 == 0" in (workspace / "fizz.py").read_text()
+    asks = [m[-1]["content"] for m in _requests(rec)]
+    assert "## Now: a test for your change" in asks[1] and "e.g. in tests/test_fizz.py" in asks[1]
+    assert "may only add or change test files; fizz.py is not one" in asks[2]  # the code is not the test's to touch
+    assert "## The tests failed after your change" in asks[3] and "assert 'Fizz' == 'FizzBuzz'" in asks[3]
+
+
+def test_a_change_that_brings_its_own_test_is_not_asked_again(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    both = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"},
+                                                  {"path": "tests/test_b.py", "content": "def test_b():\n    pass\n"}]})
+    agent = spawn("builder", "--test-command", "true", replies=[both])
+    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["tests"]["status"] == "pass"
 
 
 def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="update_spec rounds on one task before the spec maintainer ends the loop")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
+    g.add_argument("--add-tests", choices=("auto", "off"), default="auto",
+                   help="builder: auto asks for a test when an implement changed code but no test file and "
+                        "the project has tests (default: auto)")
     g.add_argument("--max-tokens", type=int_in(1, 10_000_000), default=None,
                    metavar="N",
                    help="max_tokens for every model request (default: per role, builder 3072, others 1024)")
@@ -253,7 +256,7 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
         max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
-        test_repairs=args.test_repairs)
+        test_repairs=args.test_repairs, add_tests=args.add_tests == "auto")
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

@@ -13,11 +13,20 @@ from typing import Any
 
 import orjson
 
-from agent.answers import Answer, AnswerSpec, InvalidAnswer, Narrowing, obtain_answer, strings_in
+from agent.answers import (
+    Answer,
+    AnswerSpec,
+    InvalidAnswer,
+    Narrowing,
+    extract_json,
+    obtain_answer,
+    strings_in,
+)
 from agent.errors import AgentError, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, FileWrite, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.new_tests import ask_for_tests, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
@@ -179,10 +188,28 @@ def whole_files_form() -> Narrowing:
     schema["properties"].pop("edits", None)
     schema["properties"]["files"]["minItems"] = 1
     schema["required"] = ["summary", "files"]
-    note = ("Your edits could not be applied, so now give no edits: give each file you change whole in `files`, "
-            f"like {FILE_SHAPE}. For an existing file copy its current content from above and change only what "
-            "the task needs; keep every other line.")
+
+    def note(rejected: str) -> str:
+        # The real file names, never a placeholder: the 0.5B copied `src/app.py` and
+        # "<the whole new file>" from an example shape verbatim.
+        paths = _answer_paths(rejected) or ["the file"]
+        shown = ", ".join(f'{{"path": "{p}", "content": <all of {p}, with your change>}}' for p in paths[:3])
+        return ("Your edits could not be applied, so now give no edits: give each file you change whole in "
+                f"`files`: [{shown}]. For an existing file copy its current content from above and change only "
+                "what the task needs; keep every other line.")
+
     return Narrowing(schema, note, "whole files only (edits left out of the schema)")
+
+
+def _answer_paths(text: str) -> list[str]:
+    """The paths a (rejected) JSON answer wrote, in order, for a note that names them."""
+    try:
+        data = extract_json(text)
+    except InvalidAnswer:
+        return []
+    entries = [*(data.get("edits") or []), *(data.get("files") or [])] if isinstance(data, dict) else []
+    paths = [e["path"] for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)]
+    return [p for p in dict.fromkeys(paths) if bookkeeping_reason(p) is None and len(p) < 200]
 
 
 def _run_tests(ctx: CommandContext) -> dict[str, Any]:
@@ -203,7 +230,9 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -
     user = builder_prompt(ctx, budget, [a.path for a in ctx.artifacts])
     tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
     user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
-             "Fix the code (not the tests) so that they pass; the files above show your change.")
+             "Fix the code so that the tests pass; the files above show your change. Do not weaken the tests "
+             "that were there before; a test you added for this task may be corrected only where it "
+             "contradicts the goal.")
     ctx.progress("tests failed; asking the model to fix them", stage="implementing", progress=0.6)
     try:
         return obtain_answer(ctx, spec, user)
@@ -234,6 +263,10 @@ def handle(ctx: CommandContext) -> Outcome:
                       narrow=whole_files_form())
     answer = obtain_answer(ctx, spec, user)
     _write_all(ctx, planned_writes(ctx.workspace, answer.data))
+    written = [a.path for a in ctx.artifacts]
+    if wants_tests(ctx, written):
+        _write_all(ctx, ask_for_tests(ctx, builder_prompt(ctx, PromptBuilder(ctx.settings.budget), written),
+                                      written))
     tests = _run_tests(ctx)
     repairs = 0
     while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:

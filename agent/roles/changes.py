@@ -29,7 +29,7 @@ from agent.roles.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",
-           "FILE_SHAPE", "EDIT_SHAPE"]
+           "is_test_path", "FILE_SHAPE", "EDIT_SHAPE"]
 
 FILE_SHAPE = '{"path": "src/app.py", "content": "<the whole new file>"}'
 EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new": "<its replacement>"}'
@@ -39,6 +39,11 @@ _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+functi
 _CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
 _TEST_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+(test\w*)|^\s*(?:it|test)\s*\(", re.M)
 _TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*$|[^/]*_test\.\w+$|[^/]*\.test\.\w+$|[^/]*_spec\.\w+$)")
+
+
+def is_test_path(path: str) -> bool:
+    """`tests/...`, `test_x.py`, `x_test.go`, `x.test.js`, `x_spec.rb`: a file of tests."""
+    return _TEST_FILE.search(path) is not None
 
 
 class ChangeError(InvalidAnswer):
@@ -181,7 +186,7 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
             why = shrink_reason(path, old, f["content"])
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
-                                  f"or change it with edits like {EDIT_SHAPE}", path=path)
+                                  f"or change it with edits like {EDIT_SHAPE.replace('src/app.py', path)}", path=path)
         pending[path] = FileWrite(path, f["content"], where)
     for i, e in enumerate(answer.get("edits") or []):
         where = f"edits[{i}]"

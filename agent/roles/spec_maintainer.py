@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, obtain_answer
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import AgentError, ForbiddenSpecEdit, SpecLoopLimit
 from agent.pathpolicy import AGENT
@@ -82,29 +82,62 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return prepare
 
 
-def _rules(spec: str | None):  # type: ignore[no-untyped-def]
-    def check(answer: dict[str, Any]) -> None:
-        if answer.get("section_edits") and spec is None:
+def _only_sections(changes: list[Any]) -> bool:
+    """Required changes that only name spec sections ("status", "changelog", ...): the maintainer's own work."""
+    return bool(changes) and all(isinstance(c, str) and _canonical(c.replace("_", " ")) is not None
+                                 for c in changes)
+
+
+class _Answers:
+    """The answers seen for one command: the spec's check, and the best one to fall back on.
+
+    Measured with Qwen2.5-Coder-1.5B under real lorch: told that `Behaviour` may not be edited,
+    it answered `changes_requested` with required_changes ["status", "changelog", "completion",
+    "open_questions"] — its own sections, nothing the builder could do — and repeated it for every
+    round of lorch's loop. Such an answer is sent back; after the repairs the agent falls back on
+    the earlier answer whose allowed edits it can apply, dropping the forbidden ones.
+    """
+
+    def __init__(self, ctx: CommandContext, spec: str | None) -> None:
+        self.ctx = ctx
+        self.spec = spec
+        self.with_edits: dict[str, Any] | None = None  # the last answer with at least one allowed edit
+
+    def check(self, answer: dict[str, Any]) -> None:
+        edits = answer.get("section_edits") or []
+        if edits and self.spec is None:
             raise ForbiddenSpecEdit("there is no spec file to edit; answer without section_edits "
                                     "(no_changes_needed or changes_requested)")
+        if self.spec is not None and any(edit_error(e) is None for e in edits):
+            self.with_edits = answer
+        if answer.get("status") == "changes_requested" and _only_sections(answer.get("required_changes") or []):
+            raise InvalidAnswer(
+                "required_changes name only spec sections (" + ", ".join(answer["required_changes"][:6]) + "): "
+                "those are yours to edit, not the builder's. If the code meets the spec, answer status "
+                f"\"updated\" with section_edits of {', '.join(ALLOWED_SECTIONS)}; use changes_requested only "
+                "for code that contradicts the spec, saying what the code must change.")
         check_edits(answer)
-    return check
 
-
-def _salvage(ctx: CommandContext, spec: str | None):  # type: ignore[no-untyped-def]
-    def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
+    def salvage(self, answer: dict[str, Any]) -> dict[str, Any] | None:
+        if _only_sections(answer.get("required_changes") or []) or not answer.get("section_edits"):
+            if self.with_edits is not None and answer is not self.with_edits:
+                self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
+                answer = self.with_edits
+            elif answer.get("status") == "changes_requested":
+                self.ctx.log("info", "spec: changes requested of the spec's own sections only, taken as "
+                             "no_changes_needed")
+                return {**answer, "status": "no_changes_needed", "required_changes": []}
         edits = answer.get("section_edits") or []
-        kept = [e for e in edits if edit_error(e) is None] if spec is not None else []
+        kept = [e for e in edits if edit_error(e) is None] if self.spec is not None else []
         dropped = [str(e["section"]) for e in edits if e not in kept]
-        ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
+        self.ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
         out = {**answer, "section_edits": kept}
         if not kept:
             out.pop("section_edits")
             if out["status"] == "updated":
-                ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
+                self.ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
                 out["status"] = "no_changes_needed"
         return out
-    return salvage
 
 
 def apply_section_edits(text: str, edits: list[dict[str, Any]]) -> str:
@@ -144,8 +177,9 @@ def handle(ctx: CommandContext) -> Outcome:
                      + f"\nThis is round {round_no} of at most {limit}: ask for changes again only if the "
                        "implementation still contradicts the spec.")
     ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
-    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", _rules(spec), _prepare(ctx),
-                                           _salvage(ctx, spec)), "\n".join(parts))
+    seen = _Answers(ctx, spec)
+    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage),
+                           "\n".join(parts))
     data = answer.data
     edits = data.get("section_edits") or []
     edited: list[str] = []

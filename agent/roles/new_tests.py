@@ -1,0 +1,83 @@
+"""After the builder's change: a test for the new behaviour, when the change came without one.
+
+Measured under real lorch with Qwen2.5-Coder-1.5B: correct-looking code with a logic slip
+(`fizzbuzz` without "FizzBuzz", `Cart.remove` keeping an item at quantity 0), no test of its
+own, the project's old tests passing, and a reviewer of the same size approving it. The
+builder's test repairs only start when a test fails, so the agent asks for the test the change
+lacks, as a separate answer that may only touch test files: the model does not have to repeat
+its code, and a wrong implementation now fails a test it can be shown.
+
+Asked only for `implement`, only when the project already has tests (so it has a test layout
+and the test command runs them) and the change wrote source files but no test file; never fatal:
+without a valid answer the change stands as it was, with a `warn` log.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.errors import AgentError, ShuttingDown
+from agent.roles.changes import FILE_SHAPE, FileWrite, is_test_path, planned_writes
+from agent.roles.context import CommandContext
+from agent.roles.project_files import project_files
+
+__all__ = ["wants_tests", "ask_for_tests"]
+
+_SOURCE_SUFFIXES = {".py", ".js", ".ts", ".go", ".rs", ".rb", ".java", ".lua", ".c", ".cc", ".cpp", ".sh"}
+
+
+def wants_tests(ctx: CommandContext, written: list[str]) -> bool:
+    if ctx.cmd.action != "implement" or not ctx.settings.test_command or not ctx.settings.add_tests:
+        return False
+    if not any(PurePosixPath(p).suffix in _SOURCE_SUFFIXES and not is_test_path(p) for p in written):
+        return False
+    if any(is_test_path(p) for p in written):
+        return False
+    return any(is_test_path(p) for p in project_files(ctx.workspace, 2000))
+
+
+def _suggested(ctx: CommandContext, written: list[str]) -> str:
+    """Where the test goes: the project's test folder, next to its existing tests."""
+    tests = [p for p in project_files(ctx.workspace, 2000) if is_test_path(p)]
+    folder = str(PurePosixPath(tests[0]).parent) if tests else "tests"
+    stem = next(PurePosixPath(p).stem for p in written if not is_test_path(p))
+    suffix = next(PurePosixPath(p).suffix for p in written if not is_test_path(p))
+    name = f"test_{stem}{suffix}" if suffix == ".py" else f"{stem}_test{suffix}"
+    return name if folder in ("", ".") else f"{folder}/{name}"
+
+
+def _only_tests(answer: dict[str, Any]) -> None:
+    bad = [e.get("path") for e in (answer.get("files") or []) + (answer.get("edits") or [])
+           if isinstance(e, dict) and not is_test_path(str(e.get("path", "")))]
+    if bad:
+        raise InvalidAnswer(f"this answer may only add or change test files; {', '.join(map(str, bad[:5]))} "
+                            "is not one: your code change is already written")
+    if not answer.get("files") and not answer.get("edits"):
+        raise InvalidAnswer(f"give the test in files, like {FILE_SHAPE.replace('src/app.py', 'tests/test_app.py')}")
+
+
+def ask_for_tests(ctx: CommandContext, user: str, written: list[str]) -> list[FileWrite]:
+    """The test files the model adds for the change just written ([] when none came)."""
+    target = _suggested(ctx, written)
+
+    def check(answer: dict[str, Any]) -> None:
+        _only_tests(answer)
+        for w in planned_writes(ctx.workspace, answer):
+            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
+
+    spec = AnswerSpec("builder", "planning", check, guard_answer=False)
+    request = (f"{user}\n## Now: a test for your change\nYour change to {', '.join(written)} is written (shown "
+               f"above). The project's tests do not check it yet. Add a test, e.g. in {target}, that checks "
+               "each behaviour the goal states, with the exact values and edge cases it names (use the same "
+               "test framework as the existing tests). Give only test files; do not change the code.")
+    ctx.progress("asking the model for a test of the change", stage="implementing", progress=0.7)
+    try:
+        answer = obtain_answer(ctx, spec, request)
+        return planned_writes(ctx.workspace, answer.data)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:  # the change stands without its test
+        ctx.log("warn", "no test added for the change", code=exc.code, reason=exc.message[:300])
+        return []
