@@ -215,6 +215,11 @@ class _Loop:
         if narrowing is None or self.narrowed is not None or self.form.lua:
             return None
         self.narrowed = narrowing.schema
+        # The worked example goes too: Qwen2.5-Coder-0.5B copied its `old` text and its code
+        # ("Hello, {name}!") into every answer, and into the whole files that followed.
+        from agent.roles.prompting import without_example
+
+        self.messages = without_example(self.messages)
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
                               schema=self.form.schema, grammar=False, narrowed=True,
                               reason=f"{why}: {narrowing.reason}")

@@ -146,7 +146,12 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
-    note = _requests(rec)[2][-1]["content"]
+    sent = _requests(rec)
+    note = sent[2][-1]["content"]
+    # ... without the worked example the 0.5B had copied into every answer
+    assert any("(A worked example" in m["content"] for m in sent[1])
+    assert not any("(A worked example" in m["content"] for m in sent[2])
+    assert sent[2][1]["content"].startswith("# Task T-")
     assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
            '<all of stack.py, with your change>}]' in note
 

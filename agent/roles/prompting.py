@@ -15,10 +15,11 @@ from agent.prompt import PromptBuilder
 from agent.resources import prompt_text, schema_dir
 from agent.roles.context import CommandContext
 
-__all__ = ["system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
+__all__ = ["EXAMPLE_MARK", "without_example", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
            "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
 
 _EXAMPLES = Path(__file__).resolve().parent / "examples"
+EXAMPLE_MARK = "(A worked example, to show the form; your own task follows.)"
 
 
 @functools.cache
@@ -54,7 +55,7 @@ def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
         answer = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
     else:
         answer = json.dumps(data["answer"], ensure_ascii=False)
-    task = f"(A worked example, to show the form; your own task follows.)\n{data['task'].rstrip()}\n"
+    task = f"{EXAMPLE_MARK}\n{data['task'].rstrip()}\n"
     return task, answer
 
 
@@ -77,6 +78,22 @@ def system_prompt(role: str, form: str = "plan") -> str:
 _CLOSING = {"json": "Reply now with the JSON answer for this task.",
             "plan": "Reply now with the Lua plan (or the JSON answer) for this task.",
             "grammar": "Reply now with the Lua plan for this task."}
+
+
+def without_example(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The conversation without the worked example's exchange (a small model that copies it verbatim)."""
+    out: list[dict[str, str]] = []
+    skip = False
+    for m in messages:
+        if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK):
+            skip = True
+            continue
+        if skip and m["role"] == "assistant":
+            skip = False
+            continue
+        skip = False
+        out.append(m)
+    return out
 
 
 def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:
