@@ -17,6 +17,7 @@ The harness, not the model, controls the loop (seed 002):
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ __all__ = ["AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer"
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
 _MIN_MAX_TOKENS = 256
+_LOOP_MIN_CHARS = 2000
+_LOOP_RATIO = 0.1
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
 _LOWERED_MAX_TOKENS = {"builder": 2048}
 _LOWERED_DEFAULT = 1024
@@ -225,6 +228,13 @@ class _Loop:
                               reason=f"{why}: {narrowing.reason}")
         return narrowing.note(rejected)
 
+    def cap_tokens(self) -> None:
+        """Half the max_tokens of the last request (the role's default when none was set), never below 256."""
+        from agent.models.limits import default_max_tokens
+
+        current = self.max_tokens or default_max_tokens(self.spec.role, self.spec.task_type)
+        self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
+
     def ask_less(self, why: str) -> None:
         """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
         current = self.max_tokens or _LOWERED_MAX_TOKENS.get(self.spec.role, _LOWERED_DEFAULT) * 2
@@ -287,6 +297,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
+            if cut_off and looping(reply.text):
+                loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
+                ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
+                message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
             note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
             if note:
                 message += "\n" + note
@@ -330,6 +344,15 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int) -
         return None
     ctx.log("info", "answer validated", via=loop.candidate.via, attempts=attempt, salvaged=True)
     return Answer(data, loop.candidate.via, attempt, plan=loop.candidate.plan, form=loop.form.name, salvaged=True)
+
+
+def looping(text: str) -> bool:
+    """A long reply that is mostly one thing over and over (SmolLM2-135M: 8,200 characters that
+    compress to 3%; real code and JSON answers compress to 20-30%)."""
+    if len(text) < _LOOP_MIN_CHARS:
+        return False
+    raw = text.encode("utf-8", "replace")
+    return len(zlib.compress(raw, 1)) < _LOOP_RATIO * len(raw)
 
 
 def _normal(text: str) -> str:

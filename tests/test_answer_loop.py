@@ -139,3 +139,27 @@ def test_the_same_error_twice_narrows_the_json_schema_once(tmp_path: Path) -> No
     assert sent[0] == sent[1] != strict and sent[2] == strict
     assert "Only approve now." in model.requests[2].messages[-1]["content"]
     assert "Only approve now." not in model.requests[1].messages[-1]["content"]
+
+
+def test_a_cut_off_answer_that_repeats_itself_gets_a_lower_max_tokens(tmp_path: Path) -> None:
+    from agent.answers import looping
+
+    # SmolLM2-135M under real lorch: 8,200 characters of one line over and over, cut off at 3,072 tokens
+    ramble = ModelReply(text='{"summary": "x", "files": [{"path": "a.py", "content": "' + "print(1)\\n" * 900)
+    ramble.finish_reason = "length"  # type: ignore[attr-defined]
+    model = FakeModel([ramble, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=None))
+    obtain_answer(ctx, REVIEW, "review it")
+    assert [r.max_tokens for r in model.requests] == [None, 512]  # the reviewer's default 1024, halved
+    assert "repeated itself until it was cut off" in model.requests[1].messages[-1]["content"]
+    assert looping(ramble.text) and not looping(Path(__file__).read_text()[:8000])
+
+
+def test_a_long_cut_off_answer_that_does_not_repeat_keeps_its_max_tokens(tmp_path: Path) -> None:
+    text = Path(__file__).read_text()[:6000]  # real code: cut off, but not a loop
+    cut = ModelReply(text='{"summary": ' + json.dumps(text))
+    cut.finish_reason = "length"  # type: ignore[attr-defined]
+    model = FakeModel([cut, APPROVED])
+    obtain_answer(make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=2000)),
+                  REVIEW, "review it")
+    assert [r.max_tokens for r in model.requests] == [2000, 2000]

@@ -221,6 +221,21 @@ def test_a_change_without_a_test_gets_one_asked_for_and_the_test_drives_the_fix(
     assert "## The tests failed after your change" in asks[3] and "assert 'Fizz' == 'FizzBuzz'" in asks[3]
 
 
+def test_a_test_answer_that_also_rewrites_the_code_keeps_only_its_test(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    code = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"}]})
+    both = json.dumps({"summary": "t", "files": [{"path": "b.py", "content": "B = 2\n"},
+                                                  {"path": "tests/test_b.py", "content": "from b import B\n\n\n"
+                                                   "def test_b():\n    assert B == 1\n"}]})
+    agent = spawn("builder", "--test-command", "true", replies=[code, both, both, both])
+    out = agent.run(make_command("implement"))
+    done = events(out, "builder.completed")[-1]
+    assert sorted(done["payload"]["files"]) == ["b.py", "tests/test_b.py"]
+    assert (workspace / "b.py").read_text() == "B = 1\n" and "assert B == 1" in (workspace / "tests" / "test_b.py").read_text()
+    assert any(m.get("message") == "test answer: kept its test files, dropped the rest" for m in out)
+
+
 def test_a_change_that_brings_its_own_test_is_not_asked_again(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "tests").mkdir()
     (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")

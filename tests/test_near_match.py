@@ -43,13 +43,33 @@ def _apply(old: str, new: str, content: str = CART) -> tuple[str, list[str]]:
     return apply_edit(content, old, new, "edits[0]", "cart.py", notes), notes
 
 
-def test_a_method_quoted_without_its_docstring_replaces_the_whole_method() -> None:
+def test_a_method_quoted_without_its_docstring_replaces_it_and_keeps_the_docstring() -> None:
     out, notes = _apply(ADD_NO_DOC, ADD_NO_DOC + REMOVE)
     assert out.count("def add(") == 1 and "def remove(self, name):\n        del self.items[name]\n" in out
-    assert '"""Add quantity units' not in out  # the model's new text is the method now
+    assert 'def add(self, name, price, quantity=1):\n        """Add quantity units of an item."""\n' in out
     assert "def total(self):" in out and "def __init__" in out
-    assert notes == ["edits[0]: old was not exact; replaced lines 8-12 of cart.py (88% alike)"]
+    assert notes == ["edits[0]: old was not exact; replaced lines 8-12 of cart.py (1 line of the file left out)"]
     compile(out, "cart.py", "exec")
+
+
+def test_a_long_docstring_left_out_still_finds_the_function() -> None:
+    # Qwen2.5-Coder-1.5B under real lorch: `def` and `return` of a 3-line function, the docstring
+    # between them (longer than both) left out, so the text alone is only ~50% alike
+    content = ('"""Palindromes."""\n\n\ndef is_palindrome(text):\n    """True when text reads the same forwards and '
+               'backwards, ignoring case, spaces and punctuation."""\n    return text == text[::-1]\n')
+    old = "def is_palindrome(text):\n    return text == text[::-1]\n"
+    new = "def is_palindrome(text):\n    text = ''.join(c.lower() for c in text if c.isalnum())\n    return text == text[::-1]"
+    out, notes = _apply(old, new, content)
+    assert out.endswith('    """True when text reads the same forwards and backwards, ignoring case, spaces and '
+                        "punctuation.\"\"\"\n    text = ''.join(c.lower() for c in text if c.isalnum())\n"
+                        "    return text == text[::-1]\n")
+    assert notes == ["edits[0]: old was not exact; replaced lines 4-6 of palindrome.py (1 line of the file left out)"
+                     .replace("palindrome.py", "cart.py")]
+
+
+def test_a_left_out_line_is_not_put_back_when_new_drops_its_anchor() -> None:
+    out, _ = _apply(ADD_NO_DOC, "")  # the method deleted: its docstring goes with it
+    assert "def add" not in out and "Add quantity units" not in out and "def total" in out
 
 
 def test_whitespace_only_differences_match_exactly_and_new_moves_to_the_files_indentation() -> None:

@@ -117,10 +117,9 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: l
     if count == 0:
         block = find_block(content, old)
         if block is not None:
-            how = "ignoring whitespace" if block.ratio == 1.0 else f"{block.ratio:.0%} alike"
             if notes is not None:
                 notes.append(f"{where}: old was not exact; replaced lines {block.first_line}-{block.last_line} of "
-                             f"{path} ({how})")
+                             f"{path} ({block.how})")
             return content[:block.start] + block.replacement(new) + content[block.end:]
         raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
     lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
