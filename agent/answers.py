@@ -218,15 +218,20 @@ class _Loop:
         if narrowing is None or self.narrowed is not None or self.form.lua:
             return None
         self.narrowed = narrowing.schema
-        # The worked example goes too: Qwen2.5-Coder-0.5B copied its `old` text and its code
-        # ("Hello, {name}!") into every answer, and into the whole files that followed.
-        from agent.roles.prompting import without_example
-
-        self.messages = without_example(self.messages)
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
                               schema=self.form.schema, grammar=False, narrowed=True,
                               reason=f"{why}: {narrowing.reason}")
         return narrowing.note(rejected)
+
+    def start_over(self, message: str) -> None:
+        """The conversation again from the task alone, told `message`: without the worked example
+        and without the rejected answers, which Qwen2.5-Coder-0.5B copied into every later answer
+        (the example's `old` text and its "Hello, {name}!" code, then its own copies of them)."""
+        from agent.roles.prompting import without_example
+
+        kept = without_example(self.messages)
+        task = next(m for m in kept if m["role"] == "user")
+        self.messages = [kept[0], {"role": "user", "content": f"{task['content']}\n\n{message}"}]
 
     def cap_tokens(self) -> None:
         """Half the max_tokens of the last request (the role's default when none was set), never below 256."""
@@ -303,8 +308,9 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
             note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
             if note:
-                message += "\n" + note
-            elif repeated:
+                loop.start_over(message + "\n" + note)
+                continue
+            if repeated:
                 # The same invalid answer twice: a third identical question would get it again.
                 if not loop.switch_to_json("the same invalid answer came twice"):
                     ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)

@@ -150,8 +150,11 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     note = sent[2][-1]["content"]
     # ... without the worked example the 0.5B had copied into every answer
     assert any("(A worked example" in m["content"] for m in sent[1])
-    assert not any("(A worked example" in m["content"] for m in sent[2])
-    assert sent[2][1]["content"].startswith("# Task T-")
+    # ... from the task alone: without the worked example and the rejected answers the 0.5B had
+    # copied into every answer
+    assert [m["role"] for m in sent[2]] == ["system", "user"]
+    assert sent[2][1]["content"].startswith("# Task T-") and "return \\\"1.0\\\"" not in sent[2][1]["content"]
+    assert "Your answer was rejected (invalid_model_response): edits[0]: the old text is not in stack.py" in note
     assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
            '<all of stack.py, with your change>}]' in note
 
