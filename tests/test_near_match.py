@@ -112,3 +112,24 @@ def test_a_file_that_did_not_compile_before_is_not_held_against_the_answer(tmp_p
     answer = {"edits": [{"path": "broken.py", "old": "return 1", "new": "return 2"}]}
     [write] = planned_writes(Workspace(tmp_path), answer)
     assert write.content == "def f(:\n    return 2\n"
+
+
+def test_an_edit_that_defines_a_function_twice_is_sent_back(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B under real lorch: the "fix" repeated the neighbouring function after it
+    temp = ('def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32\n\n\n'
+            'def fahrenheit_to_celsius(f):\n    """Convert."""\n    return f - 32 * 5 / 9\n')
+    (tmp_path / "temperature.py").write_text(temp)
+    answer = {"edits": [{"path": "temperature.py", "old": "def fahrenheit_to_celsius(f):\n    return f - 32 * 5 / 9\n",
+                         "new": "def fahrenheit_to_celsius(f):\n    return f - 32 * 5 / 9\n\n\n"
+                                "def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32"}]}
+    with pytest.raises(ChangeError, match=r"defines celsius_to_fahrenheit twice \(lines 1, 10\)"):
+        planned_writes(Workspace(tmp_path), answer)
+    # a duplicate the file already had, a decorated redefinition (a property setter) and methods of
+    # the same name in two classes are not the answer's doing
+    (tmp_path / "old.py").write_text("def f():\n    pass\n\n\ndef f():\n    pass\n")
+    (tmp_path / "cls.py").write_text("class A:\n    @property\n    def x(self):\n        return 1\n\n"
+                                     "class B:\n    def x(self):\n        return 2\n")
+    ok = {"edits": [{"path": "old.py", "old": "def f():\n    pass\n\n\ndef f():", "new": "def f():\n    pass\n\n\ndef f():"},
+                    {"path": "cls.py", "old": "        return 1\n", "new": "        return 1\n\n    @x.setter\n"
+                                                                        "    def x(self, v):\n        pass\n"}]}
+    assert len(planned_writes(Workspace(tmp_path), ok)) == 2
