@@ -187,7 +187,7 @@ def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace
     right = json.dumps({"summary": "add adds", "edits": [{"path": "calc.py", "old": "a * b + 1", "new": "a + b"}]})
     rec = tmp_path / "rec.jsonl"
     agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
-                  "--add-tests", "off", replies=[wrong, right])
+                  replies=[wrong, right])
     done = events(agent.run(make_command("implement", inputs={"goal": "fix add in calc.py"})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
     assert done["payload"]["summary"] == "add adds" and (workspace / "calc.py").read_text().endswith("a + b\n")
@@ -213,7 +213,7 @@ def test_a_change_without_a_test_gets_one_asked_for_and_the_test_drives_the_fix(
                                                                "new": "return 'FizzBuzz' if n % 15 == 0 else 'Fizz' if"}]})
     rec = tmp_path / "rec.jsonl"
     agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
-                  replies=[slip, sneaky, test, fix])
+                  "--add-tests", "auto", replies=[slip, sneaky, test, fix])
     done = events(agent.run(make_command("implement", inputs={"goal": "fizz(n) in fizz.py"})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
     assert sorted(done["payload"]["files"]) == ["fizz.py", "tests/test_fizz.py"]
@@ -231,7 +231,7 @@ def test_a_test_answer_that_also_rewrites_the_code_keeps_only_its_test(spawn, wo
     both = json.dumps({"summary": "t", "files": [{"path": "b.py", "content": "B = 2\n"},
                                                   {"path": "tests/test_b.py", "content": "from b import B\n\n\n"
                                                    "def test_b():\n    assert B == 1\n"}]})
-    agent = spawn("builder", "--test-command", "true", replies=[code, both, both, both])
+    agent = spawn("builder", "--test-command", "true", "--add-tests", "auto", replies=[code, both, both, both])
     out = agent.run(make_command("implement"))
     done = events(out, "builder.completed")[-1]
     assert sorted(done["payload"]["files"]) == ["b.py", "tests/test_b.py"]
@@ -244,9 +244,18 @@ def test_a_change_that_brings_its_own_test_is_not_asked_again(spawn, workspace: 
     (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
     both = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"},
                                                   {"path": "tests/test_b.py", "content": "def test_b():\n    pass\n"}]})
-    agent = spawn("builder", "--test-command", "true", replies=[both])
+    agent = spawn("builder", "--test-command", "true", "--add-tests", "auto", replies=[both])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["tests"]["status"] == "pass"
+
+
+def test_no_test_is_asked_for_by_default(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    code = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"}]})
+    done = events(spawn("builder", "--test-command", "true", replies=[code]).run(make_command("implement")),
+                  "builder.completed")[-1]
+    assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["files"] == ["b.py"]
 
 
 def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,13 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
             ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
             answer = {**answer, "status": "no_changes_needed"}
             answer.pop("section_edits", None)
+        if isinstance(answer, dict) and answer.get("status") == "changes_requested" \
+                and not answer.get("required_changes") and isinstance(answer.get("summary"), str) \
+                and answer["summary"].strip():
+            # Changes requested without saying which: the summary says it (measured: the 1.5B gave
+            # the same answer without required_changes twice, and the run failed over it).
+            ctx.log("info", "spec: changes_requested without required_changes; the summary taken as the change")
+            answer = {**answer, "required_changes": [answer["summary"].strip()]}
         return answer
     return prepare
 
