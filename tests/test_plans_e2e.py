@@ -168,3 +168,17 @@ end''')
                   "builder.completed")[-1]
     assert done["payload"]["summary"] == "write: secret_in_artifact, fine: fine.txt"
     assert not (workspace / "leak.txt").exists() and (workspace / "fine.txt").read_text() == "no secret here"
+
+
+def test_a_plan_edit_copied_loosely_lands_in_the_confined_worker(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "p.py").write_text('def is_p(t):\n    """Same both ways."""\n    return t == t[::-1]\n')
+    plan = lua('''function run(context)
+  local r = tools.edit("p.py", "def is_p(t):\\n    return t == t[::-1]\\n", "def is_p(t):\\n    t = t.lower()\\n    return t == t[::-1]\\n")
+  if r.error then error(r.error) end
+  return {summary = r.note}
+end''')
+    agent = spawn("builder", "--answers", "plan", replies=[plan])
+    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
+    assert "1 line of the file left out" in done["payload"]["summary"]
+    assert (workspace / "p.py").read_text() == 'def is_p(t):\n    """Same both ways."""\n    t = t.lower()\n    return t == t[::-1]\n'

@@ -395,16 +395,44 @@ class ToolBox:
         old_b, new_b = _data(old, "old"), _data(new, "new")
         if not old_b:
             raise ToolError("edit: old text must not be empty", "invalid_argument")
-        data = self._read(rel)
+        try:
+            data = self._read(rel)
+        except ToolError as exc:
+            if exc.code != "not_found" or not new_b.strip():
+                raise
+            # Nothing to replace in a file that does not exist: the edit can only mean "create it"
+            # (the same rule as the builder's JSON edits; small models write new modules as edits).
+            created = self._write(rel, new_b, exclusive=True)
+            created["replacements"] = 0
+            return created
         count = data.count(old_b)
         if count == 0:
-            raise ToolError(f"edit: old text not found in {rel}", "not_found")
+            return self._near_edit(rel, data, old_b, new_b)
         if count > 1 and not replace_all:
             raise ToolError(f"edit: old text occurs {count} times in {rel}; pass replace_all=true "
                             "or include more context", "ambiguous")
         updated = data.replace(old_b, new_b) if replace_all else data.replace(old_b, new_b, 1)
         out = self._write(rel, updated, exclusive=False)
         out["replacements"] = count if replace_all else 1
+        return out
+
+    def _near_edit(self, rel: str, data: bytes, old_b: bytes, new_b: bytes) -> dict[str, Any]:
+        """`old` not in the file as written: the one block it nearly matches (agent/roles/near_match.py)."""
+        from agent.roles.changes import ChangeError, apply_edit
+
+        try:
+            text, old_t, new_t = data.decode("utf-8"), old_b.decode("utf-8"), new_b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"edit: old text not found in {rel}", "not_found") from None
+        notes: list[str] = []
+        try:
+            updated = apply_edit(text, old_t, new_t, "edit", rel, notes)
+        except ChangeError as exc:
+            raise ToolError(exc.message, "not_found") from None
+        out = self._write(rel, updated.encode("utf-8"), exclusive=False)
+        out["replacements"] = 1
+        if notes:
+            out["note"] = notes[0]
         return out
 
     def _t_list(self, path: Any = None) -> list[str]:

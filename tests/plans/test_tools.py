@@ -126,6 +126,19 @@ def test_edit_ambiguous_not_found_and_replace_all(box, ws):
     assert (ws.root / "r.txt").read_text() == "b b b"
 
 
+def test_edit_finds_a_method_quoted_without_its_docstring_and_creates_a_missing_file(box, ws):
+    # the same near match as the builder's JSON edits (Qwen2.5-Coder-0.5B plans: "old text not found")
+    (ws.root / "p.py").write_text('def is_p(t):\n    """True when t reads the same both ways."""\n    return t == t[::-1]\n')
+    res = box.call("edit", [b"p.py", b"def is_p(t):\n    return t == t[::-1]\n",
+                            b"def is_p(t):\n    t = t.lower()\n    return t == t[::-1]\n"])
+    assert res["replacements"] == 1 and "1 line of the file left out" in res["note"]
+    assert (ws.root / "p.py").read_text() == ('def is_p(t):\n    """True when t reads the same both ways."""\n'
+                                              "    t = t.lower()\n    return t == t[::-1]\n")
+    res = box.call("edit", [b"fizz.py", b"-- nothing", b"def fizz(n):\n    return n\n"])
+    assert res["replacements"] == 0 and (ws.root / "fizz.py").read_text() == "def fizz(n):\n    return n\n"
+    assert box.call("edit", [b"gone.py", b"x", b""])["code"] == "not_found"
+
+
 def test_list_marks_directories(box):
     assert box.call("list", []) == box.call("list", [b"."])
     names = box.call("list", [b"."])
