@@ -158,9 +158,7 @@ def _check_path(ws: Workspace, path: str, where: str) -> str:
     return ws.normalize(path)  # judged and keyed on the normalised path (`./a`, `src/../a` are `a`)
 
 
-def _current(ws: Workspace, path: str, pending: dict[str, FileWrite]) -> str | None:
-    if path in pending:
-        return pending[path].content
+def _on_disk(ws: Workspace, path: str) -> str | None:
     try:
         if not ws.is_file(path, policy=MODEL):
             return None
@@ -176,12 +174,20 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
     """
     skip = skip or set()
     pending: dict[str, FileWrite] = {}
+    before: dict[str, str | None] = {}  # each path as it is on disk, read once
+
+    def current(path: str) -> str | None:
+        if path in pending:
+            return pending[path].content
+        if path not in before:
+            before[path] = _on_disk(ws, path)
+        return before[path]
     for i, f in enumerate(answer.get("files") or []):
         where = f"files[{i}]"
         if where in skip:
             continue
         path = _check_path(ws, f["path"], where)
-        old = _current(ws, path, pending)
+        old = current(path)
         if old is not None:
             why = shrink_reason(path, old, f["content"])
             if why:
@@ -193,7 +199,7 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if where in skip:
             continue
         path = _check_path(ws, e["path"], where)
-        content = _current(ws, path, pending)
+        content = current(path)
         if content is None and str(e.get("new", "")).strip():
             # An edit of a file that does not exist has nothing to replace: it can only mean
             # "create it with `new`" — resolved here rather than refused, since small models
@@ -212,41 +218,47 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         source = f"{pending[path].source}+{where}" if path in pending else where
         pending[path] = FileWrite(path, updated, source, notes)
     for write in pending.values():
-        _check_compiles(ws, write)
+        if write.path.endswith(".py"):
+            _check_python(write, before.get(write.path))
     return list(pending.values())
 
 
-def _check_compiles(ws: Workspace, write: FileWrite) -> None:
-    """A Python file that compiled before (or is new) must still compile: a precise, repairable error."""
-    if not write.path.endswith(".py"):
+def _check_python(write: FileWrite, before: str | None) -> None:
+    """A Python file that compiled before (or is new) must still compile, and must not gain a
+    second definition of a name in one scope: precise, repairable errors."""
+    why, twice = _python_problems(write.content, write.path)
+    if why is None and not twice:
         return
-    why = _syntax_error(write.content, write.path)
-    before = _current(ws, write.path, {})
+    why_before, twice_before = _python_problems(before, write.path) if before is not None else (None, [])
     if why is not None:
-        if before is not None and _syntax_error(before, write.path) is not None:
+        if why_before is not None:
             return  # it did not compile before either: not this answer's doing
         raise ChangeError(f"{write.source}: after this change {write.path} is not valid Python: {why}",
                           path=write.path)
-    already = {name for name, _ in _duplicates(before or "")}
-    twice = [d for d in _duplicates(write.content) if d[0] not in already]
-    if twice:
+    already = {name for name, _ in twice_before}
+    new_twice = [d for d in twice if d[0] not in already]
+    if new_twice:
         # Measured (1.5B under real lorch): an edit whose new text repeated a neighbouring
         # function, so the file defined it twice and the later copy silently won.
-        name, lines = twice[0]
+        name, lines = new_twice[0]
         raise ChangeError(f"{write.source}: after this change {write.path} defines {name} twice (lines "
                           f"{', '.join(map(str, lines))}); change the one definition instead of adding another",
                           path=write.path)
 
 
-def _duplicates(source: str) -> list[tuple[str, list[int]]]:
-    """Functions and classes defined more than once in the same scope (module or class body)."""
+def _python_problems(source: str, path: str) -> tuple[str | None, list[tuple[str, list[int]]]]:
+    """(why it does not compile or None, names defined twice in one scope), from one parse."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # a SyntaxWarning ("\\d" escapes) is not ours to print
             warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    out: list[tuple[str, list[int]]] = []
+            tree = ast.parse(source, path)
+            compile(tree, path, "exec", dont_inherit=True)  # the compiler's own checks; nothing runs
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()[:80]
+        return f"line {exc.lineno}: {exc.msg}" + (f" ({line!r})" if line else ""), []
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return str(exc)[:200] or type(exc).__name__, []
+    twice: list[tuple[str, list[int]]] = []
     scopes: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
     scopes += [(f"{n.name}.", n.body) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     for prefix, body in scopes:
@@ -254,21 +266,8 @@ def _duplicates(source: str) -> list[tuple[str, list[int]]]:
         for node in body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.decorator_list:
                 seen.setdefault(prefix + node.name, []).append(node.lineno)
-        out += [(name, lines) for name, lines in seen.items() if len(lines) > 1]
-    return out
-
-
-def _syntax_error(source: str, path: str) -> str | None:
-    try:
-        with warnings.catch_warnings():  # a SyntaxWarning ("\\d" escapes) is not ours to print
-            warnings.simplefilter("ignore")
-            compile(source, path, "exec", dont_inherit=True)  # parses only; nothing runs
-    except SyntaxError as exc:
-        line = (exc.text or "").strip()[:80]
-        return f"line {exc.lineno}: {exc.msg}" + (f" ({line!r})" if line else "")
-    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-        return str(exc)[:200] or type(exc).__name__
-    return None
+        twice += [(name, lines) for name, lines in seen.items() if len(lines) > 1]
+    return None, twice
 
 
 def check_change_entries(ws: Workspace, answer: dict[str, Any]) -> dict[str, str]:

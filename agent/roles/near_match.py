@@ -21,7 +21,6 @@ that line is still in `new` exactly once and `new` does not have it already.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 __all__ = ["Block", "find_block", "NEAR_RATIO"]
 
@@ -75,6 +74,8 @@ def _indent(line: str) -> str:
 
 def find_block(content: str, old: str) -> Block | None:
     """The one block of `content` that `old` means, or None when none or several qualify."""
+    from difflib import SequenceMatcher  # only when an edit missed: not on the builder's first import
+
     lines = content.splitlines(keepends=True)
     starts = [0]
     for line in lines:
