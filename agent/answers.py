@@ -253,6 +253,8 @@ class _Loop:
 
 def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     """Ask the model until a valid answer arrives or the repair budget runs out."""
+    from agent.roles.prompting import copied_example_line
+
     model = ctx.require_model()
     loop = _Loop(ctx, spec, user)
     tool_rounds = 0
@@ -306,6 +308,14 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
+            copied = copied_example_line(loop.messages, reply.text)
+            if copied is not None:
+                # Repairing an answer about the example gets it again: start over without it at once.
+                ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
+                note = loop.narrow("the answer copied the worked example", reply.text)
+                loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
+                                "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))
+                continue
             note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
             if note:
                 loop.start_over(message + "\n" + note)

@@ -79,22 +79,28 @@ def _end(r: dict[str, Any]) -> str:
     return "; ".join(parts).replace("|", "/") or "failed"
 
 
+def _plans(r: dict[str, Any]) -> str:
+    """Lua plans that compiled and passed the lint / that ran without error, of all plans."""
+    n = r["lua_plans"]
+    return f"{r.get('lua_plans_valid', r['lua_plans_ok'])}/{n} / {r['lua_plans_ok']}/{n}" if n else "-"
+
+
 def markdown(results: list[dict[str, Any]]) -> str:
     head = ["task", "kind", "model", "success", "lorch", "check", "cmds", "review rounds", "spec rounds",
-            "model calls", "1st-try valid", "valid after repair", "lua plans ok", "s", "end"]
+            "model calls", "1st-try valid", "valid after repair", "lua plans valid / ran ok", "s", "end"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         lines.append("| " + " | ".join(str(x) for x in (
             r["task"], r["kind"], r["model"], "**yes**" if r["success"] else "no", "ok" if r["lorch_ok"] else "fail",
             "pass" if r["check_passed"] else "fail", r["commands"], r["review_rounds"], r["spec_rounds"],
             r["model_calls"], _pct(r["answers_valid_first_try"], r["answers"]), _pct(r["answers_valid"], r["answers"]),
-            f"{r['lua_plans_ok']}/{r['lua_plans']}", f"{r['seconds']:.0f}", _end(r))) + " |")
-    lines += ["", "| model | success | commands | model calls | 1st-try valid | valid after repair | lua plans ok | "
+            _plans(r), f"{r['seconds']:.0f}", _end(r))) + " |")
+    lines += ["", "| model | success | commands | model calls | 1st-try valid | valid after repair | lua plans valid / ran ok | "
               "max s | total s |", "|---|---|---|---|---|---|---|---|---|"]
     for model, rs in summary(results).items():
         lines.append(f"| {model} | {rs['success']}/{rs['runs']} | {rs['commands']} | {rs['model_calls']} | "
                      f"{_pct(rs['answers_valid_first_try'], rs['answers'])} | {_pct(rs['answers_valid'], rs['answers'])} | "
-                     f"{rs['lua_plans_ok']}/{rs['lua_plans']} | {rs['max_seconds']:.0f} | {rs['seconds']:.0f} |")
+                     f"{_plans(rs)} | {rs['max_seconds']:.0f} | {rs['seconds']:.0f} |")
     lines += ["", "| model | action | commands | model calls | 1st-try valid | valid after repair | rejections | failures |",
               "|---|---|---|---|---|---|---|---|"]
     for model, actions in by_action(results).items():
@@ -132,11 +138,11 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for r in results:
         s = out.setdefault(r["model"], {"runs": 0, "success": 0, "commands": 0, "model_calls": 0, "answers": 0,
                                         "answers_valid_first_try": 0, "answers_valid": 0, "lua_plans": 0,
-                                        "lua_plans_ok": 0, "seconds": 0.0, "max_seconds": 0.0, "max_commands": 0})
+                                        "lua_plans_ok": 0, "lua_plans_valid": 0, "seconds": 0.0, "max_seconds": 0.0, "max_commands": 0})
         s["runs"] += 1
         s["success"] += int(bool(r["success"]))
         for key in ("commands", "model_calls", "answers", "answers_valid_first_try", "answers_valid", "lua_plans",
-                    "lua_plans_ok", "seconds"):
+                    "lua_plans_ok", "lua_plans_valid", "seconds"):
             s[key] += r[key]
         s["max_seconds"] = max(s["max_seconds"], r["seconds"])
         s["max_commands"] = max(s["max_commands"], r["commands"])

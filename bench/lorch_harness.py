@@ -339,6 +339,8 @@ def measure(ws: Path) -> dict[str, Any]:
         "rejections": [str(r.get("code")) for r in rejected],
         "rejection_errors": [str(r.get("error", ""))[:240] for r in rejected][:12],
         "lua_plans": len(plan_starts), "lua_plans_ok": sum(1 for p in plan_ends if p.get("ok")),
+        # valid: compiled and passed the lint (ran, whatever the run's outcome); plan_invalid is neither
+        "lua_plans_valid": sum(1 for p in plan_ends if p.get("code") != "plan_invalid"),
         "plan_records": len(list((ws / PLANS).glob("*.json"))) if (ws / PLANS).is_dir() else 0,
         "command_failures": [str(a.get("code")) for a in failed],
         "by_action": _by_action(audit),

@@ -46,6 +46,13 @@ def test_explicit_settings_win() -> None:
     assert json_form.name == "json" and json_form.schema
 
 
+def test_answers_grammar_holds_plans_to_the_grammar_where_the_server_takes_one(grammar_module) -> None:  # type: ignore[no-untyped-def]
+    form = choose_form("grammar", UsageTracker(FakeModelWithCaps([], caps=Caps(grammar=True))), "reviewer", "review")
+    assert form.name == "grammar" and form.grammar and "reviewer" in form.grammar and not form.schema
+    free = choose_form("grammar", FakeModelWithCaps([], caps=Caps(grammar=False)), "builder", "planning")
+    assert free.name == "plan" and free.grammar is None and "takes no GBNF grammar" in free.reason
+
+
 def test_auto_without_known_capabilities_is_json_with_its_schema() -> None:
     form = choose_form("auto", FakeModel([]), "builder", "planning")
     assert form.name == "json" and form.schema and form.grammar is None

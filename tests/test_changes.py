@@ -78,7 +78,7 @@ def test_blank_lines_around_the_old_text_are_forgiven(ws: Workspace) -> None:
 
 
 def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:
-    stub = "class Stack:\n    def op0(self):\n        return 0\n"
+    stub = "class Stack:\n    def op0(self):\n        pass\n"  # not merged: a stub never replaces a body
     with pytest.raises(ChangeError) as err:
         planned_writes(ws, {"files": [{"path": "stack.py", "content": stub}]})
     assert "files[0] would replace stack.py (19 lines) with 3 lines" in err.value.message
@@ -100,6 +100,9 @@ def test_shrink_rules() -> None:
 
 def test_a_rewrite_that_loses_a_class_is_refused(ws: Workspace) -> None:
     flat = "".join(f"def op{i}(self):\n    return {i}\n\n" for i in range(6))  # as long, but no class
+    [merged] = planned_writes(ws, {"files": [{"path": "stack.py", "content": flat}]})  # only methods: merged
+    assert merged.content.startswith("class Stack:") and merged.notes
+    flat += "VERSION = 2\n"  # not only definitions: no merge
     with pytest.raises(ChangeError, match="would remove class Stack from stack.py"):
         planned_writes(ws, {"files": [{"path": "stack.py", "content": flat}]})
 

@@ -77,7 +77,7 @@ def test_files_as_plain_strings_get_the_expected_shape_then_edits_fix_it(spawn, 
     assert not (workspace / "lorch.json").read_text().startswith("lorch")  # untouched
 
 
-def test_a_class_reduced_to_a_stub_is_sent_back_and_the_file_survives(spawn, workspace: Path,
+def test_a_test_file_emptied_is_sent_back_and_the_file_survives(spawn, workspace: Path,
                                                                        tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
     stub = json.dumps({"summary": "op5", "files": [{"path": "stack.py", "content": "class Stack:\n    def op5(self):\n"
@@ -92,7 +92,8 @@ def test_a_class_reduced_to_a_stub_is_sent_back_and_the_file_survives(spawn, wor
     assert text.count("def op") == 6 and "return 55" in text
     assert (workspace / "tests" / "test_stack.py").read_text() == TEST
     repair = _requests(rec)[1][-1]["content"]
-    assert "files[0] would replace stack.py (19 lines) with 3 lines" in repair
+    assert "files[1] would remove every test from tests/test_stack.py" in repair
+    assert "files[0]" not in repair  # the class with one method was merged into stack.py
 
 
 def test_implement_without_any_change_must_say_why(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -129,34 +130,66 @@ def test_an_edit_copied_loosely_lands_on_its_block_and_says_so(spawn, workspace:
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
     assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
-    [log] = [m for m in out if m.get("kind") == "log" and m.get("message") == "edits placed by near match"]
+    [log] = [m for m in out if m.get("kind") == "log" and m.get("message") == "changes placed by the agent"]
     assert log["fields"]["notes"] == ["edits[0]: old was not exact; replaced lines 17-18 of stack.py "
                                       "(ignoring whitespace)"]
 
 
-def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path,
-                                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_whole_file_answer_holding_one_method_is_merged_into_its_class(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
-    # Qwen2.5-Coder-0.5B under real lorch: the worked example's old text, every time
+    # Qwen2.5-Coder-0.5B under real lorch: "the whole file" was the one method it changed
+    part = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
+                                                               "content": "def op5(self):\n    return 55\n"}]})
+    out = spawn("builder", replies=[part]).run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
+    assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
+    [log] = [m for m in out if m.get("kind") == "log" and m.get("message") == "changes placed by the agent"]
+    assert log["fields"]["notes"] == ["files[0] held only part of stack.py: replaced Stack.op5"]
+
+
+def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files(spawn, workspace: Path,
+                                                                                 tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    # Qwen2.5-Coder-0.5B under real lorch: the worked example's old text, in every first answer
     copied = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return \"1.0\"\n", "new": "y"}]})
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[copied, copied, whole])
+    agent = spawn("builder", "--record", str(rec), replies=[copied, whole])
+    out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
+    sent = _requests(rec)
+    assert len(sent) == 2  # no second question about the example
+    assert any("(A worked example" in m["content"] for m in sent[0])
+    # ... from the task alone: without the worked example and the rejected answer
+    assert [m["role"] for m in sent[1]] == ["system", "user"]
+    note = sent[1][1]["content"]
+    assert note.startswith("# Task T-") and note.count('return \\"1.0\\"') == 0
+    assert "Your answer was rejected (invalid_model_response): edits[0]: the old text is not in stack.py" in note
+    assert "Your answer copied the worked example ('return \"1.0\"')" in note
+    assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
+           '<all of stack.py, with your change>}]' in note
+    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert [a["line"] for a in audit if a.get("event") == "answer_copied_example"] == ['return "1.0"']
+
+
+def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path,
+                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    wrong = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return 777\n", "new": "y"}]})
+    whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
+                                                                "content": STACK.replace("return 5\n", "return 55\n")}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), replies=[wrong, wrong, whole])
     done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
     sent = _requests(rec)
-    note = sent[2][-1]["content"]
-    # ... without the worked example the 0.5B had copied into every answer
-    assert any("(A worked example" in m["content"] for m in sent[1])
-    # ... from the task alone: without the worked example and the rejected answers the 0.5B had
-    # copied into every answer
+    assert any("(A worked example" in m["content"] for m in sent[1])  # one ordinary repair first
     assert [m["role"] for m in sent[2]] == ["system", "user"]
-    assert sent[2][1]["content"].startswith("# Task T-") and "return \\\"1.0\\\"" not in sent[2][1]["content"]
-    assert "Your answer was rejected (invalid_model_response): edits[0]: the old text is not in stack.py" in note
-    assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
-           '<all of stack.py, with your change>}]' in note
+    assert "whole in `files`" in sent[2][1]["content"] and "copied the worked example" not in sent[2][1]["content"]
 
 
 def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dropped(spawn, workspace: Path,

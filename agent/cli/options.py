@@ -68,10 +68,12 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-repairs", type=int_in(0, 10), default=2,
                    metavar="N",
                    help="times an invalid answer is sent back to the model with the error")
-    g.add_argument("--answers", choices=("auto", "plan", "json"), default="auto",
+    g.add_argument("--answers", choices=("auto", "plan", "grammar", "json"), default="auto",
                    help="auto: per model and server (the JSON answer with its schema as response_format; a "
                         "grammar-constrained Lua plan where the provider's config or notes say answers: grammar); "
-                        "plan: prefer Lua plans; json: the JSON answer with its schema as response_format")
+                        "plan: prefer Lua plans; grammar: Lua plans held to the plan grammar where the server "
+                        "takes a GBNF grammar (else free plans); json: the JSON answer with its schema as "
+                        "response_format")
     g.add_argument("--max-review-rounds", type=int_in(1, 1000), default=4, metavar="N",
                    help="review rounds on one task before the reviewer ends lorch's review loop")
     g.add_argument("--max-spec-rounds", type=int_in(1, 1000), default=4, metavar="N",

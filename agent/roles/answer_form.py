@@ -189,9 +189,14 @@ def grammar_for(role: str) -> str | None:
 
 
 def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str) -> AnswerForm:
-    """The form for the first request of a command (`setting` is --answers: auto|plan|json)."""
+    """The form for the first request of a command (`setting` is --answers: auto|plan|grammar|json)."""
     if setting == "plan":
         return AnswerForm("plan", reason="--answers plan")
+    if setting == "grammar":
+        grammar = grammar_for(role) if getattr(capabilities_of(client), "grammar", False) else None
+        if grammar:
+            return AnswerForm("grammar", grammar=grammar, reason="--answers grammar: the server takes a GBNF grammar")
+        return AnswerForm("plan", reason="--answers grammar: the server takes no GBNF grammar; a free Lua plan")
     if setting == "json":
         return json_form("--answers json")
     hints = model_hints(client, role, task_type)

@@ -245,8 +245,8 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -
 
 def _write_all(ctx: CommandContext, writes: list[FileWrite]) -> None:
     notes = [n for w in writes for n in w.notes]
-    if notes:  # the model's edit was placed by the agent: say where, so a reviewer can check it
-        ctx.log("info", "edits placed by near match", notes=notes[:10])
+    if notes:  # an edit placed by near match, definitions merged: say where, so a reviewer can check it
+        ctx.log("info", "changes placed by the agent", notes=notes[:10])
     for write in writes:
         ctx.write(write.path, write.content)
 

@@ -11,6 +11,9 @@ and why, and so that, after the repair budget, the entries that passed can still
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
   changes of the same answer — or, when it is not copied exactly, match exactly one block of the
   file ignoring whitespace or nearly (`agent.roles.near_match`); such an edit says so in a note;
+* a whole-file answer for an existing Python file that holds only some of its definitions (the
+  changed function alone) is merged into the file by `agent.roles.py_merge`, with a note, rather
+  than refused;
 * a Python file that compiled before must still compile after the answer's changes.
 """
 
@@ -188,12 +191,19 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
             continue
         path = _check_path(ws, f["path"], where)
         old = current(path)
+        notes: list[str] = []
+        content = f["content"]
         if old is not None:
-            why = shrink_reason(path, old, f["content"])
+            why = shrink_reason(path, old, content)
+            merged = _merged(path, old, content) if why else None
+            if merged is not None:
+                content, how = merged
+                notes.append(f"{where} held only part of {path}: {how}")
+                why = shrink_reason(path, old, content)
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
                                   f"or change it with edits like {EDIT_SHAPE.replace('src/app.py', path)}", path=path)
-        pending[path] = FileWrite(path, f["content"], where)
+        pending[path] = FileWrite(path, content, where, notes)
     for i, e in enumerate(answer.get("edits") or []):
         where = f"edits[{i}]"
         if where in skip:
@@ -221,6 +231,15 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if write.path.endswith(".py"):
             _check_python(write, before.get(write.path))
     return list(pending.values())
+
+
+def _merged(path: str, old: str, content: str) -> tuple[str, str] | None:
+    """A Python answer that is only some definitions of the file, merged into it (`py_merge`)."""
+    if not path.endswith(".py"):
+        return None
+    from agent.roles.py_merge import merge_definitions
+
+    return merge_definitions(old, content)
 
 
 def _check_python(write: FileWrite, before: str | None) -> None:

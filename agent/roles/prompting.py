@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from agent.prompt import PromptBuilder
 from agent.resources import prompt_text, schema_dir
 from agent.roles.context import CommandContext
 
-__all__ = ["EXAMPLE_MARK", "without_example", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
+__all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
            "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
 
 _EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -94,6 +95,44 @@ def without_example(messages: list[dict[str, str]]) -> list[dict[str, str]]:
         skip = False
         out.append(m)
     return out
+
+
+_LUA_STRING = re.compile(r"'([^'\n]*)'|\[\[(.*?)\]\]", re.S)
+_MIN_COPIED = 10  # shorter lines ("return x", "}") are common to any code
+
+
+def copied_example_line(messages: list[dict[str, str]], reply: str) -> str | None:
+    """A line of the worked example's answer that `reply` repeats although this task does not hold
+    it, or None. Qwen2.5-Coder-0.5B answered every first request with the example's own `old` text
+    (`return "1.0"`) and code (`Hello, {name}!`): such an answer is about the example, not the task.
+    """
+    example = None
+    for i, m in enumerate(messages[:-1]):
+        if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK) and messages[i + 1]["role"] == "assistant":
+            example = messages[i + 1]["content"]
+    if example is None:
+        return None
+    task = "\n".join(m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(EXAMPLE_MARK))
+    try:
+        texts = _strings(json.loads(example))
+    except ValueError:  # a Lua plan: its string literals (its code is an idiom worth copying)
+        texts = [a.replace("\\n", "\n") + b for a, b in _LUA_STRING.findall(example)]
+    for text in texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if len(line) < _MIN_COPIED or line.startswith("```") or line in task:
+                continue
+            if line in reply or json.dumps(line, ensure_ascii=False)[1:-1] in reply:
+                return line
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
 
 
 def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:
