@@ -163,3 +163,13 @@ def test_old_text_indented_unlike_the_file_is_refused_with_the_reason(ws: Worksp
     answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5", "new": "x"}]}
     with pytest.raises(ChangeError, match="only with 4 more spaces of indentation"):
         planned_writes(ws, answer)
+
+
+def test_an_edit_whose_old_is_nowhere_but_whose_new_is_definitions_is_merged(ws: Workspace) -> None:
+    # the 1.5B under real lorch: old = the method it meant to add, new = that method again
+    method = "    def op9(self):\n        return 9\n"
+    [write] = planned_writes(ws, {"edits": [{"path": "stack.py", "old": method, "new": method}]})
+    assert "        return 5\n\n    def op9(self):\n        return 9\n" in write.content and write.content.count("def op") == 7
+    assert write.notes == ["edits[0]: old was not in stack.py; added Stack.op9 from the edit's new text"]
+    with pytest.raises(ChangeError, match="the old text is not in stack.py"):  # new is no definition: refused
+        planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 99\n", "new": "return 9\n"}]})

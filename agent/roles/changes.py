@@ -11,6 +11,8 @@ and why, and so that, after the repair budget, the entries that passed can still
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
   changes of the same answer — or, when it is not copied exactly, match exactly one block of the
   file ignoring whitespace or nearly (`agent.roles.near_match`); such an edit says so in a note;
+  an edit of a Python file whose `old` matches nothing but whose `new` is only definitions has
+  them merged (`agent.roles.py_merge`), with a note;
 * a whole-file answer for an existing Python file that holds only some of its definitions (the
   changed function alone) is merged into the file by `agent.roles.py_merge`, with a note, rather
   than refused;
@@ -125,6 +127,12 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: l
                 notes.append(f"{where}: old was not exact; replaced lines {block.first_line}-{block.last_line} of "
                              f"{path} ({block.how})")
             return content[:block.start] + block.replacement(new) + content[block.end:]
+        merged = _merged(path, content, new)
+        if merged is not None:
+            # `old` names nothing in the file, but `new` is plain definitions: they have their places
+            if notes is not None:
+                notes.append(f"{where}: old was not in {path}; {merged[1]} from the edit's new text")
+            return merged[0]
         raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
     lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
     raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
