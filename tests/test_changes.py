@@ -173,3 +173,15 @@ def test_an_edit_whose_old_is_nowhere_but_whose_new_is_definitions_is_merged(ws:
     assert write.notes == ["edits[0]: old was not in stack.py; added Stack.op9 from the edit's new text"]
     with pytest.raises(ChangeError, match="the old text is not in stack.py"):  # new is no definition: refused
         planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 99\n", "new": "return 9\n"}]})
+
+
+def test_a_small_file_answered_without_one_of_its_functions_keeps_it(tmp_path: Path) -> None:
+    # the 0.5B under real lorch: stats.py answered as median alone, and mean was gone
+    (tmp_path / "stats.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef median(xs):\n    return 0\n")
+    ws = Workspace(tmp_path)
+    [write] = planned_writes(ws, {"files": [{"path": "stats.py", "content": "def median(xs):\n    return sorted(xs)[0]\n"}]})
+    assert write.content == "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef median(xs):\n    return sorted(xs)[0]\n"
+    assert write.notes == ["files[0] held only part of stats.py: kept mean; replaced median"]
+    # a rewrite with other statements is the model's to make
+    [write] = planned_writes(ws, {"files": [{"path": "stats.py", "content": "X = 1\ndef median(xs):\n    return X\n"}]})
+    assert write.content.startswith("X = 1") and write.notes == []

@@ -211,6 +211,30 @@ def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dro
     assert "  1| def add(a, b):" in requests[0][-1]["content"]  # numbered, so lines can be cited
 
 
+def test_implement_changes_without_an_applicable_answer_keeps_passing_code_and_says_so(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (workspace / "test_calc.py").write_text("import calc\n\n\ndef test_add():\n    assert calc.add(2, 2) == 4\n")
+    # the 0.5B's reviewer restated the goal as a finding; the builder's edits then named text that is nowhere
+    nowhere = json.dumps({"summary": "x", "edits": [{"path": "calc.py", "old": "return the sum as the goal says",
+                                                      "new": "return a + b"}]})
+    test_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    out = spawn("builder", "--test-command", test_cmd, replies=[nowhere] * 3).run(
+        make_command("implement_changes", inputs={"goal": "add adds"}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["files"] == []
+    assert done["payload"]["tests"]["status"] == "pass"
+    assert done["payload"]["no_changes_reason"].startswith("no applicable change for the review's findings")
+    assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    # ... but code whose tests fail is no code to keep: the failure stands
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    out = spawn("builder", "--test-command", test_cmd, replies=[nowhere] * 3).run(
+        make_command("implement_changes", inputs={"goal": "add adds"}, task_id="T-0002"))
+    assert not events(out, "builder.completed") or events(out, "builder.completed")[-1]["status"] != "success"
+    assert any(m.get("event") == "error" or m.get("status") == "failed" for m in out if m.get("kind") == "event")
+
+
 def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     import sys
 

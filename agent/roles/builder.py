@@ -22,7 +22,7 @@ from agent.answers import (
     obtain_answer,
     strings_in,
 )
-from agent.errors import AgentError, ShuttingDown
+from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, FileWrite, check_change_entries, planned_writes
 from agent.roles.context import CommandContext, Outcome
@@ -251,6 +251,26 @@ def _write_all(ctx: CommandContext, writes: list[FileWrite]) -> None:
         ctx.write(write.path, write.content)
 
 
+def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | None:
+    """`implement_changes` without any applicable answer, but with code whose tests pass: the code
+    stays as it is and the reviewer looks again (the agent bounds that loop), instead of a failed
+    command that fails lorch's whole run. Measured: Qwen2.5-Coder-0.5B's reviewer asked for
+    changes by restating the goal of code that already passed the behavioural check, and the
+    builder, given nothing to change, failed the run. None when the tests do not pass (or none
+    are configured): then the failure stands."""
+    if ctx.cmd.action != "implement_changes" or not ctx.settings.test_command or ctx.artifacts:
+        return None
+    tests = _run_tests(ctx)
+    if tests["status"] != "pass":
+        return None
+    why = (f"no applicable change for the review's findings came from the model ({exc.message[:300]}); "
+           "the code is left as it is, and its tests pass")
+    ctx.log("warn", "builder: no applicable change; the code is left as it is", reason=exc.message[:300])
+    return Outcome("builder.completed", {"summary": "No change made: " + why, "tests": tests, "files": [],
+                                         "answer_via": "none", "answer_form": "none", "no_changes_reason": why},
+                   status="success")
+
+
 def handle(ctx: CommandContext) -> Outcome:
     budget = PromptBuilder(ctx.settings.budget)
     user = builder_prompt(ctx, budget)
@@ -261,7 +281,13 @@ def handle(ctx: CommandContext) -> Outcome:
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False,
                       narrow=whole_files_form())
-    answer = obtain_answer(ctx, spec, user)
+    try:
+        answer = obtain_answer(ctx, spec, user)
+    except InvalidModelResponse as exc:
+        kept = _kept_as_is(ctx, exc)
+        if kept is None:
+            raise
+        return kept
     _write_all(ctx, planned_writes(ctx.workspace, answer.data))
     written = [a.path for a in ctx.artifacts]
     if wants_tests(ctx, written):

@@ -15,7 +15,7 @@ and why, and so that, after the repair budget, the entries that passed can still
   them merged (`agent.roles.py_merge`), with a note;
 * a whole-file answer for an existing Python file that holds only some of its definitions (the
   changed function alone) is merged into the file by `agent.roles.py_merge`, with a note, rather
-  than refused;
+  than refused — also when the file is small, if the answer left out a top-level definition;
 * a Python file that compiled before must still compile after the answer's changes.
 """
 
@@ -203,10 +203,12 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         content = f["content"]
         if old is not None:
             why = shrink_reason(path, old, content)
-            merged = _merged(path, old, content) if why else None
+            lost = [] if why else _lost_definitions(path, old, content)
+            merged = _merged(path, old, content) if why or lost else None
             if merged is not None:
                 content, how = merged
-                notes.append(f"{where} held only part of {path}: {how}")
+                kept = f"kept {', '.join(lost[:6])}; " if lost else ""
+                notes.append(f"{where} held only part of {path}: {kept}{how}")
                 why = shrink_reason(path, old, content)
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
@@ -239,6 +241,20 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if write.path.endswith(".py"):
             _check_python(write, before.get(write.path))
     return list(pending.values())
+
+
+def _lost_definitions(path: str, old: str, new: str) -> list[str]:
+    """Top-level functions and classes of a Python file that `new` no longer defines."""
+    if not path.endswith(".py"):
+        return []
+    names = []
+    for source in (old, new):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
+        names.append([n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)])
+    return [n for n in names[0] if n not in set(names[1])]
 
 
 def _merged(path: str, old: str, content: str) -> tuple[str, str] | None:
