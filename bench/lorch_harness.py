@@ -299,6 +299,19 @@ def _by_action(audit: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _plan_commands(audit: list[dict[str, Any]]) -> tuple[int, int]:
+    """(commands that ran a Lua plan, those whose last plan was valid: it compiled and passed the
+    lint, so it ran), one command at a time as in `_by_action`: validity after repair, per command."""
+    last: list[str] = []
+    for a in audit:
+        if a.get("event") == "log" and a.get("message") == "command accepted":
+            last.append("")
+        elif last and a.get("event") == "plan_end" and a.get("kind") == "lua":
+            last[-1] = str(a.get("code") or "ok")
+    ran = [code for code in last if code]
+    return len(ran), sum(1 for code in ran if code != "plan_invalid")
+
+
 def measure(ws: Path) -> dict[str, Any]:
     """What happened, from lorch's event log (`events/*.ndjson`) and the agents' audit log."""
     lorch_log = _jsonl(sorted((ws / "events").glob("*.ndjson")))
@@ -316,6 +329,7 @@ def measure(ws: Path) -> dict[str, Any]:
     answer_failed = [a for a in failed if a.get("code") in ANSWER_FAILURES]
     plan_starts = [a for a in audit if a.get("event") == "plan_start" and a.get("kind") == "lua"]
     plan_ends = [a for a in audit if a.get("event") == "plan_end" and a.get("kind") == "lua"]
+    plan_commands = _plan_commands(audit)
     vias: dict[str, int] = {}
     for v in validated:
         vias[str(v.get("via"))] = vias.get(str(v.get("via")), 0) + 1
@@ -341,6 +355,7 @@ def measure(ws: Path) -> dict[str, Any]:
         "lua_plans": len(plan_starts), "lua_plans_ok": sum(1 for p in plan_ends if p.get("ok")),
         # valid: compiled and passed the lint (ran, whatever the run's outcome); plan_invalid is neither
         "lua_plans_valid": sum(1 for p in plan_ends if p.get("code") != "plan_invalid"),
+        "plan_commands": plan_commands[0], "plan_commands_valid": plan_commands[1],
         "plan_records": len(list((ws / PLANS).glob("*.json"))) if (ws / PLANS).is_dir() else 0,
         "command_failures": [str(a.get("code")) for a in failed],
         "by_action": _by_action(audit),

@@ -74,3 +74,13 @@ def test_a_stubbed_class_fails_the_feature_check(tmp_path: Path) -> None:
     result = harness.run_check(task, ws)
     assert not result.passed
     assert "add" in result.output
+
+
+def test_plan_validity_after_repair_is_counted_per_command_from_the_audit() -> None:
+    accepted = {"event": "log", "message": "command accepted"}
+    audit = [accepted, {"event": "plan_end", "kind": "lua", "code": "plan_invalid"},
+             {"event": "plan_end", "kind": "lua", "ok": True, "code": None},        # repaired: valid
+             accepted, {"event": "plan_end", "kind": "lua", "code": "plan_runtime_error"},  # valid, failed later
+             accepted,                                                                # a JSON answer: no plan
+             accepted, {"event": "plan_end", "kind": "lua", "code": "plan_invalid"}]
+    assert harness._plan_commands(audit) == (3, 2)
