@@ -44,6 +44,9 @@ __all__ = ["AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer"
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
 _MIN_MAX_TOKENS = 256
+# After the same error or the same answer twice, the next request samples more widely: at the
+# default 0.2 Qwen2.5-Coder-0.5B gave the identical broken file on every repair.
+_WIDER_TEMPERATURE = 0.8
 _LOOP_MIN_CHARS = 2000
 _LOOP_RATIO = 0.1
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
@@ -154,12 +157,14 @@ def _schema(spec: AnswerSpec) -> dict[str, Any]:
 
 
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
-                  max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None) -> ModelRequest:
+                  max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None,
+                  temperature: float | None = None) -> ModelRequest:
     """The model request for one attempt: the form decides response_format or grammar."""
+    extra: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
                         response_schema=(schema or _schema(spec)) if form.schema else None,
-                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=form.grammar)
+                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=form.grammar, **extra)
 
 
 def _role_rules(ctx: CommandContext, spec: AnswerSpec, data: dict[str, Any]) -> None:
@@ -201,6 +206,7 @@ class _Loop:
         self.narrowed: dict[str, Any] | None = None  # the stricter schema, once switched to it
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
         self.last: AgentError | None = None
+        self.temperature: float | None = None  # None: the model layer's default
 
     def switch_to_json(self, why: str) -> bool:
         """Leave a (free or constrained) Lua plan for the JSON answer with its schema; False if already JSON."""
@@ -262,7 +268,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     while True:
         attempt += 1
         ctx.check_deadline()
-        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.narrowed)
+        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.narrowed,
+                                loop.temperature)
         try:
             reply = model.complete(request)
         except ModelTimeout as exc:
@@ -299,6 +306,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                              error=exc.message, cut_off=cut_off)
             repeated = _normal(reply.text) in loop.rejected
             same_error = exc.message in loop.errors
+            if (repeated or same_error) and loop.temperature is None:
+                loop.temperature = _WIDER_TEMPERATURE
+                ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
+                                 temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
             loop.rejected.append(_normal(reply.text))
             loop.errors.append(exc.message)
             if attempt > ctx.settings.max_repairs:

@@ -190,6 +190,9 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     assert any("(A worked example" in m["content"] for m in sent[1])  # one ordinary repair first
     assert [m["role"] for m in sent[2]] == ["system", "user"]
     assert "whole in `files`" in sent[2][1]["content"] and "copied the worked example" not in sent[2][1]["content"]
+    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    # ... and sampled more widely: at 0.2 the 0.5B gave the identical broken answer on every repair
+    assert [(a["attempt"], a["temperature"]) for a in audit if a.get("event") == "answer_temperature"] == [(2, 0.8)]
 
 
 def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dropped(spawn, workspace: Path,
