@@ -319,6 +319,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
+                # Measured: the 0.5B held to the plan grammar looped inside a long string on every
+                # attempt; the JSON answer, held by its schema, is the form it finishes.
+                if loop.switch_to_json("the plan repeated itself until it was cut off"):
+                    message += " Answer with the JSON object only."
             copied = copied_example_line(loop.messages, reply.text)
             if copied is not None:
                 # Repairing an answer about the example gets it again: start over without it at once.

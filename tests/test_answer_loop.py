@@ -163,3 +163,16 @@ def test_a_long_cut_off_answer_that_does_not_repeat_keeps_its_max_tokens(tmp_pat
     obtain_answer(make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=2000)),
                   REVIEW, "review it")
     assert [r.max_tokens for r in model.requests] == [2000, 2000]
+
+
+def test_a_plan_that_loops_until_cut_off_is_asked_again_as_json(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-0.5B held to the plan grammar: a long string of the same lines, cut off each time
+    loop = ModelReply(text="```lua\nfunction run(context)\n  tools.write('a.py', [[\n" + "x = 1\n" * 900)
+    loop.finish_reason = "length"  # type: ignore[attr-defined]
+    model = FakeModel([loop, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    assert model.requests[0].response_schema is None and model.requests[1].response_schema is not None
+    assert "Answer with the JSON object only." in model.requests[1].messages[-1]["content"]
+    audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    assert "the plan repeated itself until it was cut off" in audit
