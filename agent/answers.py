@@ -98,6 +98,9 @@ class AnswerSpec:
     # A stricter form to switch to when the same error (or the same answer) comes twice from the
     # JSON form, e.g. the builder's whole-files-only answer when its edits keep missing.
     narrow: Narrowing | None = None
+    # A salvage taken as soon as the same error comes twice, before any narrowing: for answers
+    # whose failing part the task can do without (the builder's edits of prose files).
+    salvage_early: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
 
     @property
     def schema_name(self) -> str:
@@ -205,6 +208,7 @@ class _Loop:
         self.errors: list[str] = []
         self.narrowed: dict[str, Any] | None = None  # the stricter schema, once switched to it
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
+        self.candidate_attempt = 0
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
 
@@ -289,6 +293,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 _role_rules(ctx, spec, answer.data)
             except _REPAIRABLE:
                 loop.candidate = answer
+                loop.candidate_attempt = attempt
                 raise
         except _ToolRound as round_:
             tool_rounds += 1
@@ -306,6 +311,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                              error=exc.message, cut_off=cut_off)
             repeated = _normal(reply.text) in loop.rejected
             same_error = exc.message in loop.errors
+            if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
+                early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
+                if early is not None:
+                    return early
             if (repeated or same_error) and loop.temperature is None:
                 loop.temperature = _WIDER_TEMPERATURE
                 ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
@@ -360,11 +369,13 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                attempts=attempt)
 
 
-def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int) -> Answer | None:
+def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
+             salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> Answer | None:
     """The last schema-valid answer without what failed the role's rules, if that is valid."""
-    if spec.salvage is None or loop.candidate is None:
+    salvage = salvage or spec.salvage
+    if salvage is None or loop.candidate is None:
         return None
-    data = spec.salvage(loop.candidate.data)
+    data = salvage(loop.candidate.data)
     if data is None:
         return None
     try:

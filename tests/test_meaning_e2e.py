@@ -175,6 +175,26 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
     assert [a["line"] for a in audit if a.get("event") == "answer_copied_example"] == ['return "1.0"']
 
 
+def test_the_same_failing_prose_edit_twice_is_dropped_and_the_code_kept(spawn, workspace: Path,
+                                                                        tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    (workspace / "PLAN.md").write_text("# Plan\n- op5 returns 55\n")
+    # the 1.5B under real lorch: the right code change beside an edit of PLAN.md with a made-up old
+    both = json.dumps({"summary": "op5 returns 55", "edits": [
+        {"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"},
+        {"path": "PLAN.md", "old": "n/a", "new": "- [x] op5 returns 55\n"}]})
+    rec = tmp_path / "rec.jsonl"
+    out = spawn("builder", "--record", str(rec), replies=[both, both]).run(
+        make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
+    assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
+    assert (workspace / "PLAN.md").read_text() == "# Plan\n- op5 returns 55\n"
+    assert len(_requests(rec)) == 2  # no third, narrowed question
+    [warn] = [m for m in out if m.get("kind") == "log" and m.get("message", "").startswith("builder answer: dropped")]
+    assert warn["fields"]["dropped"] == ["edits[1]"]
+
+
 def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path,
                                                           tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
