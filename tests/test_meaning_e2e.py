@@ -20,6 +20,10 @@ def _requests(path: Path) -> list[list[dict[str, str]]]:
     return [json.loads(line)["request"]["messages"] for line in path.read_text().splitlines() if line.strip()]
 
 
+def _audit(ws: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (ws / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+
+
 def _project(ws: Path) -> None:
     (ws / "stack.py").write_text(STACK)
     (ws / "tests").mkdir()
@@ -171,7 +175,7 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
     assert "Your answer copied the worked example ('return \"1.0\"')" in note
     assert 'now give no edits: give each file you change whole in `files`: [{"path": "stack.py", "content": ' \
            '<all of stack.py, with your change>}]' in note
-    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    audit = _audit(workspace)
     assert [a["line"] for a in audit if a.get("event") == "answer_copied_example"] == ['return "1.0"']
 
 
@@ -210,7 +214,7 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     assert any("(A worked example" in m["content"] for m in sent[1])  # one ordinary repair first
     assert [m["role"] for m in sent[2]] == ["system", "user"]
     assert "whole in `files`" in sent[2][1]["content"] and "copied the worked example" not in sent[2][1]["content"]
-    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    audit = _audit(workspace)
     # ... and sampled more widely: at 0.2 the 0.5B gave the identical broken answer on every repair
     assert [(a["attempt"], a["temperature"]) for a in audit if a.get("event") == "answer_temperature"] == [(2, 0.8)]
 

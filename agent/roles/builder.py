@@ -159,39 +159,33 @@ def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return check
 
 
-def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
+_PROSE = (".md", ".txt", ".rst")
+
+
+def _salvage(ctx: CommandContext, *, only_prose: bool = False):  # type: ignore[no-untyped-def]
+    """The answer without the entries that cannot be applied, or None when none can or none failed.
+
+    `only_prose`: only when every failing entry is a prose file's — the salvage taken at the second
+    same error (measured: the 1.5B's right `stats.py` came twice beside an edit of PLAN.md with
+    `old: "n/a"`, and the whole-files form asked for next gave a wrong rewrite instead).
+    """
     def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
         failed = check_change_entries(ctx.workspace, answer)
         if not failed:
             return None
+        files, edits = answer.get("files") or [], answer.get("edits") or []
+        if only_prose:
+            entries = {**{f"files[{i}]": f for i, f in enumerate(files)}, **{f"edits[{i}]": e for i, e in enumerate(edits)}}
+            if not all(str(entries.get(name, {}).get("path", "")).lower().endswith(_PROSE) for name in failed):
+                return None
         kept = dict(answer)
-        kept["files"] = [f for i, f in enumerate(answer.get("files") or []) if f"files[{i}]" not in failed]
-        kept["edits"] = [e for i, e in enumerate(answer.get("edits") or []) if f"edits[{i}]" not in failed]
+        kept["files"] = [f for i, f in enumerate(files) if f"files[{i}]" not in failed]
+        kept["edits"] = [e for i, e in enumerate(edits) if f"edits[{i}]" not in failed]
         if not kept["files"] and not kept["edits"]:
             return None
         ctx.log("warn", "builder answer: dropped the changes that failed after the repairs",
                 dropped=sorted(failed), reasons=[m[:200] for m in failed.values()][:5])
         return kept
-    return salvage
-
-
-_PROSE = (".md", ".txt", ".rst")
-
-
-def _salvage_early(ctx: CommandContext):  # type: ignore[no-untyped-def]
-    """The salvage at the second same error, when only prose files' entries fail: measured, the
-    1.5B's right `stats.py` came twice beside an edit of PLAN.md with `old: "n/a"`, and the
-    whole-files form asked for next gave a wrong rewrite instead."""
-    full = _salvage(ctx)
-
-    def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
-        failed = check_change_entries(ctx.workspace, answer)
-        entries = {f"files[{i}]": f for i, f in enumerate(answer.get("files") or [])}
-        entries.update({f"edits[{i}]": e for i, e in enumerate(answer.get("edits") or [])})
-        paths = [str(entries[name].get("path", "")).lower() for name in failed if name in entries]
-        if not paths or not all(p.endswith(_PROSE) for p in paths):
-            return None
-        return full(answer)  # type: ignore[no-any-return]
     return salvage
 
 
@@ -300,7 +294,7 @@ def handle(ctx: CommandContext) -> Outcome:
         ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False,
-                      narrow=whole_files_form(), salvage_early=_salvage_early(ctx))
+                      narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True))
     try:
         answer = obtain_answer(ctx, spec, user)
     except InvalidModelResponse as exc:

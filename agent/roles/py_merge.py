@@ -125,7 +125,7 @@ def merge_definitions(old: str, fragment: str) -> tuple[str, str] | None:
         if not isinstance(node, _Def):
             return None
         segment = _segment(frag_lines, node)
-        placed = _place(node, segment, top, classes, lines, old_tree)
+        placed = _place(node, segment, top, classes, lines)
         if placed is None:
             return None
         ops += placed
@@ -151,7 +151,7 @@ def _method_of(classes: list[ast.ClassDef], name: str) -> tuple[ast.ClassDef, as
 
 
 def _place(node: _Def, segment: list[str], top: dict[str, _Def], classes: list[ast.ClassDef],
-           lines: list[str], tree: ast.Module) -> list[_Op] | None:
+           lines: list[str]) -> list[_Op] | None:
     name = node.name
     if name in top:
         target = top[name]
