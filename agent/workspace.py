@@ -528,6 +528,22 @@ class Workspace:
         except OSError as exc:
             raise _write_error(dst, exc) from None
 
+    def remove(self, rel: str, *, policy: PathPolicy = AGENT) -> None:
+        """Remove a regular file reached without following links (a trial file the agent placed)."""
+        parts = self._judge(rel, policy, True).split("/")
+        try:
+            dir_fd = self._open_dir(parts[:-1], rel, create=False)
+            try:
+                if not stat.S_ISREG(os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                    raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
+                os.unlink(parts[-1], dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
+        except (AgentError, FileNotFoundError):
+            raise
+        except OSError as exc:
+            raise _write_error(rel, exc) from None
+
     def create_exclusive(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> Artifact:
         """Like write_atomic but fails (artifact_write_failed) if the file already exists."""
         try:

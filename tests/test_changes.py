@@ -159,10 +159,16 @@ def test_old_text_missing_the_outer_indentation_is_reindented_not_spliced(ws: Wo
     assert "    def op5(self):\n        return 55\n" in write.content and write.content.count("def op") == 6
 
 
-def test_old_text_indented_unlike_the_file_is_refused_with_the_reason(ws: Workspace) -> None:
-    answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5", "new": "x"}]}
-    with pytest.raises(ChangeError, match="only with 4 more spaces of indentation"):
-        planned_writes(ws, answer)
+def test_old_text_whose_first_line_alone_is_short_of_indentation_is_placed(ws: Workspace) -> None:
+    # the 1.5B under real lorch: old and new both quoted from the middle of the first line's indentation
+    answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5(self):\n        return 5\n",
+                         "new": "    return 44\n\n    def op5(self):\n        return 55\n"}]}
+    [write] = planned_writes(ws, answer)
+    assert "        return 44\n\n    def op5(self):\n        return 55\n" in write.content
+    assert write.notes == ["edits[0]: old's first line lacked 4 spaces of the indentation it has in stack.py; "
+                           "placed it as the file has it"]
+    answer["edits"][0]["new"] = "        return 44\n"  # new already indented as the file: left as given
+    assert "    def op4(self):\n        return 44\n" in planned_writes(ws, answer)[0].content
 
 
 def test_an_edit_whose_old_is_nowhere_but_whose_new_is_definitions_is_merged(ws: Workspace) -> None:
@@ -185,3 +191,30 @@ def test_a_small_file_answered_without_one_of_its_functions_keeps_it(tmp_path: P
     # a rewrite with other statements is the model's to make
     [write] = planned_writes(ws, {"files": [{"path": "stats.py", "content": "X = 1\ndef median(xs):\n    return X\n"}]})
     assert write.content.startswith("X = 1") and write.notes == []
+
+
+def test_a_change_that_only_moves_docstrings_and_layout_is_seen_as_unchanged_code(tmp_path: Path) -> None:
+    from agent.roles.changes import FileWrite, unchanged_code
+
+    src = '"""Temps."""\n\n\ndef f_to_c(f):\n    """Convert."""\n    return f - 32 * 5 / 9\n'
+    (tmp_path / "temp.py").write_text(src)
+    ws = Workspace(tmp_path)
+    same = 'def f_to_c(f):\n    return (f - 32 * 5 / 9)\n'
+    assert unchanged_code(ws, [FileWrite("temp.py", same, "edits[0]")]) == ["temp.py"]
+    fixed = 'def f_to_c(f):\n    return (f - 32) * 5 / 9\n'
+    assert unchanged_code(ws, [FileWrite("temp.py", fixed, "edits[0]")]) == []
+    assert unchanged_code(ws, [FileWrite("temp.py", same, "edits[0]"), FileWrite("new.py", "x = 1\n", "files[0]")]) == []
+    assert unchanged_code(ws, [FileWrite("temp.py", "def (:\n", "files[0]")]) == []
+
+
+def test_a_fence_around_a_whole_file_is_dropped_but_not_in_prose_or_around_part(ws: Workspace) -> None:
+    # the 1.5B under real lorch, in the whole-files form: every content began with ```python
+    [write] = planned_writes(ws, {"files": [{"path": "new.py", "content": "```python\nx = 1\n```"}]})
+    assert write.content == "x = 1\n" and write.notes == ["files[0]: the ``` fence around the content of new.py was dropped"]
+    [doc] = planned_writes(ws, {"files": [{"path": "README.md", "content": "```python\nx = 1\n```\n"}]})
+    assert doc.content == "```python\nx = 1\n```\n"
+    two = "```python\nx = 1\n```\ntext\n```python\ny = 2\n```"
+    with pytest.raises(ChangeError):  # two blocks: not one wrapped file, so it stays (and does not compile)
+        planned_writes(ws, {"files": [{"path": "two.py", "content": two}]})
+    [edit] = planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 5\n", "new": "```\nreturn 55\n```"}]})
+    assert "        return 55\n" in edit.content

@@ -18,9 +18,10 @@ FOREVER = 12  # lorch has no limit; this driver gives up here
 
 
 def builder_answer(round_no: int) -> str:
+    # each round changes what the code does (a change of comments alone is sent back)
     return json.dumps({"summary": f"round {round_no}", "edits": [
-        {"path": "calc.py", "old": "    return a + b\n", "new": f"    return a + b  # round {round_no}\n"}]
-        if round_no == 0 else [{"path": "calc.py", "old": f"# round {round_no - 1}", "new": f"# round {round_no}"}]})
+        {"path": "calc.py", "old": "    return a + b\n", "new": f"    return a + b\n\n\nROUND = {round_no}\n"}]
+        if round_no == 0 else [{"path": "calc.py", "old": f"ROUND = {round_no - 1}", "new": f"ROUND = {round_no}"}]})
 
 
 def _recorded(path: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -55,7 +56,7 @@ def test_review_loop_ends_after_max_rounds_across_a_restart(spawn, workspace: Pa
     # From its second round on, the reviewer saw its previous review and what changed since.
     second = _recorded(recording)[1]["request"]["messages"][-1]["content"]
     assert "## Your previous review of this task" in second and "export subtract in __all__" in second
-    assert "calc.py: +1 −1 lines" in second and "+    return a + b  # round 1" in second
+    assert "calc.py: +1 −1 lines" in second and "+ROUND = 1" in second
     assert "round 2 of at most 4" in second
 
 

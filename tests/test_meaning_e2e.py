@@ -349,3 +349,23 @@ def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "fail" and "test_repairs" not in done["payload"]
     assert done["payload"]["usage"]["calls"] == 1
+
+
+def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B under real lorch: the buggy function quoted back unchanged, minus its docstring
+    src = 'def f_to_c(f):\n    """Convert."""\n    return f - 32 * 5 / 9\n'
+    (workspace / "temp.py").write_text(src)
+    same = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": src,
+                                                      "new": "def f_to_c(f):\n    return f - 32 * 5 / 9\n"}]})
+    fix = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * 5", "new": "(f - 32) * 5"}]})
+    rec = tmp_path / "rec.jsonl"
+    goal = {"goal": "Fix f_to_c in temp.py: f_to_c(212) must return 100.0"}
+    done = events(spawn("builder", "--record", str(rec), replies=[same, fix]).run(make_command("implement", inputs=goal)),
+                  "builder.completed")[-1]
+    assert done["status"] == "success" and "(f - 32) * 5 / 9" in (workspace / "temp.py").read_text()
+    assert "this change leaves what temp.py does exactly as it was" in _requests(rec)[1][-1]["content"]
+    (workspace / "temp.py").write_text(src)  # a goal about docstrings may change nothing else
+    agent = spawn("builder", replies=[same])
+    done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),
+                  "builder.completed")[-1]
+    assert done["status"] == "success" and '"""' not in (workspace / "temp.py").read_text()

@@ -9,6 +9,7 @@ listing of the project's own files (never lorch's bookkeeping).
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import orjson
@@ -24,9 +25,16 @@ from agent.answers import (
 )
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
-from agent.roles.changes import EDIT_SHAPE, FILE_SHAPE, FileWrite, check_change_entries, planned_writes
+from agent.roles.changes import (
+    EDIT_SHAPE,
+    FILE_SHAPE,
+    FileWrite,
+    check_change_entries,
+    planned_writes,
+    unchanged_code,
+)
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.new_tests import ask_for_tests, wants_tests
+from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
@@ -36,6 +44,7 @@ from agent.roles.prompting import (
     report_cuts,
     small_project_files,
 )
+from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import run_tests
 from agent.workspace import sanitize_id
 
@@ -156,10 +165,21 @@ def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
         if ctx.cmd.action == "implement" and not writes and not ctx.artifacts and not answer.get("no_changes_reason"):
             raise InvalidAnswer("implement needs at least one change: give `files` (new files) or `edits` "
                                 f"(like [{EDIT_SHAPE}]), or say in `no_changes_reason` why nothing needs to change")
+        same = unchanged_code(ctx.workspace, writes) if ctx.cmd.action == "implement" and not _about_prose(ctx) else []
+        if same:
+            raise InvalidAnswer(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
+                                "or layout differ), so the task is not done. Read the goal again and change the "
+                                "code it names so that it does what the goal asks")
     return check
 
 
 _PROSE = (".md", ".txt", ".rst")
+_PROSE_GOAL = re.compile(r"docstring|comment|documentation|format|typo|wording|style|whitespace", re.I)
+
+
+def _about_prose(ctx: CommandContext) -> bool:
+    """A goal about docs or layout: a change that leaves the code's behaviour as it was may be the task."""
+    return _PROSE_GOAL.search(" ".join(strings_in(ctx.cmd.inputs))) is not None
 
 
 def _salvage(ctx: CommandContext, *, only_prose: bool = False):  # type: ignore[no-untyped-def]
@@ -257,11 +277,13 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -
         return None
 
 
-def _write_all(ctx: CommandContext, writes: list[FileWrite]) -> None:
+def _write_all(ctx: CommandContext, writes: list[FileWrite], ledger: TestLedger | None = None) -> None:
     notes = [n for w in writes for n in w.notes]
     if notes:  # an edit placed by near match, definitions merged: say where, so a reviewer can check it
         ctx.log("info", "changes placed by the agent", notes=notes[:10])
     for write in writes:
+        if ledger is not None:
+            ledger.note(write.path)
         ctx.write(write.path, write.content)
 
 
@@ -293,6 +315,7 @@ def handle(ctx: CommandContext) -> Outcome:
 
         ensure_commands_allowed("the test command")
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
+    goal_test = ask_goal_test(ctx, user) if wants_goal_test(ctx) else None
     spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False,
                       narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True))
     try:
@@ -302,11 +325,14 @@ def handle(ctx: CommandContext) -> Outcome:
         if kept is None:
             raise
         return kept
-    _write_all(ctx, planned_writes(ctx.workspace, answer.data))
+    ledger = TestLedger(ctx)
+    _write_all(ctx, planned_writes(ctx.workspace, answer.data), ledger)
     written = [a.path for a in ctx.artifacts]
+    goal_files = goal_test_writes(ctx, goal_test, written) if goal_test else []
+    _write_all(ctx, goal_files, ledger)
     if wants_tests(ctx, written):
         _write_all(ctx, ask_for_tests(ctx, builder_prompt(ctx, PromptBuilder(ctx.settings.budget), written),
-                                      written))
+                                      written), ledger)
     tests = _run_tests(ctx)
     repairs = 0
     while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
@@ -318,11 +344,17 @@ def handle(ctx: CommandContext) -> Outcome:
         if not writes and not fixed.plan:
             break
         answer = fixed
-        _write_all(ctx, writes)
+        _write_all(ctx, writes, ledger)
         tests = _run_tests(ctx)
+    tests, taken_out = ledger.settle(tests, lambda: _run_tests(ctx))
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
                                "answer_form": answer.form}
+    if taken_out:
+        payload["tests_taken_out"] = taken_out
+    if goal_files:
+        payload["goal_test"] = {"status": "taken_out" if taken_out and goal_files[0].path in taken_out["files"]
+                                else "kept", "files": [w.path for w in goal_files]}
     if repairs:
         payload["test_repairs"] = repairs
     if answer.data.get("no_changes_reason") and not ctx.artifacts:

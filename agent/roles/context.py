@@ -40,7 +40,7 @@ class RoleSettings:
     max_spec_rounds: int = 4    # update_spec rounds on one task, likewise
     context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
     test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
-    add_tests: bool = False  # builder: ask for a test when an implement changed code but no test (new_tests.py)
+    add_tests: str = "off"  # builder: "auto" asks for a test after code without one, "goal" before the code (new_tests.py)
 
     @property
     def prefer_plans(self) -> bool:
