@@ -122,18 +122,28 @@ def test_when_the_old_tests_fail_too_nothing_is_taken_out(spawn, workspace: Path
     assert sorted(done["payload"]["files"]) == ["cart.py", "tests/test_cart.py", "tests/test_remove.py"]
 
 
-def test_the_goal_test_cannot_change_code_and_a_change_with_its_own_test_skips_it(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_goal_test_cannot_change_code_and_runs_beside_a_test_the_change_brought(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
     sneaky = json.dumps({"summary": "t", "files": [{"path": "cart.py", "content": "x = 1\n"}]})
-    own = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": CART + "\n" + RIGHT},
-                                                     {"path": "tests/test_own.py", "content": GOAL_TEST}]})
+    own_test = GOAL_TEST.replace("c.remove('a', 2)", "c.remove('a', 1)").replace("'a' not in c.items", "c.items == {'a': 1}")
+    own = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": CART + "\n" + SLIP},
+                                                     {"path": "tests/test_own.py", "content": own_test}]})
     agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal",
-                  replies=[sneaky, _test("tests/test_remove.py", GOAL_TEST), own])
+                  replies=[sneaky, _test("tests/test_remove.py", GOAL_TEST), own, _code(RIGHT)])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
-    assert done["payload"]["tests"]["status"] == "pass" and "goal_test" not in done["payload"]
-    assert not (workspace / "tests" / "test_remove.py").exists() and (workspace / "tests" / "test_own.py").exists()
-    assert any(e.get("message") == "goal test not used: the change brought its own test or wrote no code" for e in out)
+    # the change's own test missed the slip; the goal test beside it caught it, and the repair fixed it
+    assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
+    assert done["payload"]["goal_test"] == {"status": "kept", "files": ["tests/test_remove.py"]}
+    assert (workspace / "tests" / "test_remove.py").read_text() == GOAL_TEST
+    assert (workspace / "tests" / "test_own.py").read_text() == own_test
+    assert "x = 1" not in (workspace / "cart.py").read_text()
+    nothing = json.dumps({"summary": "n", "no_changes_reason": "nothing to do"})
+    agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal",
+                  replies=[_test("tests/test_x.py", GOAL_TEST), nothing])
+    out = agent.run(make_command("implement", inputs={"goal": GOAL}, task_id="T-0002"))
+    assert any(e.get("message") == "goal test not used: the change wrote no code" for e in out)
+    assert not (workspace / "tests" / "test_x.py").exists()
 
 
 def test_no_goal_test_for_implement_changes_or_without_project_tests(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

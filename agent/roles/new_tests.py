@@ -131,8 +131,10 @@ def ask_goal_test(ctx: CommandContext, user: str) -> dict[str, Any] | None:
 
 def goal_test_writes(ctx: CommandContext, answer: dict[str, Any], written: list[str]) -> list[FileWrite]:
     """The goal test's files, applied to the workspace as the change left it ([] when not used)."""
-    if any(is_test_path(p) for p in written) or not any(PurePosixPath(p).suffix in _SOURCE_SUFFIXES for p in written):
-        ctx.log("info", "goal test not used: the change brought its own test or wrote no code")
+    # Used beside a test the change brought too: measured (1.5B, feature-cart), the code answer
+    # came with a test of its own that missed the slip the goal test was written to catch.
+    if not any(PurePosixPath(p).suffix in _SOURCE_SUFFIXES and not is_test_path(p) for p in written):
+        ctx.log("info", "goal test not used: the change wrote no code")
         return []
     try:
         return planned_writes(ctx.workspace, answer)
