@@ -363,7 +363,10 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     done = events(spawn("builder", "--record", str(rec), replies=[same, fix]).run(make_command("implement", inputs=goal)),
                   "builder.completed")[-1]
     assert done["status"] == "success" and "(f - 32) * 5 / 9" in (workspace / "temp.py").read_text()
-    assert "this change leaves what temp.py does exactly as it was" in _requests(rec)[1][-1]["content"]
+    repair = _requests(rec)[1][-1]["content"]
+    assert "this change leaves what temp.py does exactly as it was" in repair
+    assert "The goal names this code, as it is now:\n```\ntemp.py line 1:\ndef f_to_c(f):" in repair
+    assert "return f - 32 * 5 / 9\n```\nWork out step by step what it returns" in repair
     (workspace / "temp.py").write_text(src)  # a goal about docstrings may change nothing else
     agent = spawn("builder", replies=[same])
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),

@@ -35,7 +35,7 @@ from agent.roles.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",
-           "is_test_path", "unchanged_code", "FILE_SHAPE", "EDIT_SHAPE"]
+           "is_test_path", "unchanged_code", "named_definitions", "FILE_SHAPE", "EDIT_SHAPE"]
 
 FILE_SHAPE = '{"path": "src/app.py", "content": "<the whole new file>"}'
 EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new": "<its replacement>"}'
@@ -196,6 +196,24 @@ def unchanged_code(ws: Workspace, writes: list[FileWrite]) -> list[str]:
             return []
         paths.append(w.path)
     return paths
+
+
+def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2) -> list[str]:
+    """The functions of `paths` that `text` names as `name(`, each as `path line N:` and its source."""
+    wanted = set(re.findall(r"\b([A-Za-z_]\w*)\(", text))
+    out: list[str] = []
+    for path in paths:
+        source = _on_disk(ws, path) if path.endswith(".py") else None
+        try:
+            tree = ast.parse(source or "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        lines = (source or "").splitlines()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in wanted and len(out) < limit:
+                end = min(node.end_lineno or node.lineno, node.lineno + 14)
+                out.append(f"{path} line {node.lineno}:\n" + "\n".join(lines[node.lineno - 1:end]))
+    return out
 
 
 def _behaviour(source: str) -> str | None:
