@@ -16,7 +16,6 @@ The harness, not the model, controls the loop (seed 002):
 
 from __future__ import annotations
 
-import functools
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -40,7 +39,7 @@ from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
 
-__all__ = ["asked_schema", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
+__all__ = ["AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
@@ -154,25 +153,10 @@ def strings_in(value: Any) -> Iterator[str]:
             yield from strings_in(v)
 
 
-def asked_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema as the model is asked to follow it: keys named in `x-ask-for` are required there,
-    though the validator accepts answers without them (recordings, plans that compute their answer)."""
-    ask = schema.get("x-ask-for") or []
-    out = {k: v for k, v in schema.items() if k != "x-ask-for"}
-    if ask:
-        out["required"] = [*ask, *[k for k in schema.get("required", []) if k not in ask]]
-    return out
-
-
-@functools.cache
-def _sent_schema(name: str) -> dict[str, Any]:
+def _schema(spec: AnswerSpec) -> dict[str, Any]:
     from agent.protocol import validator
 
-    return asked_schema(validator(name).schema)  # cached, not re-read per request
-
-
-def _schema(spec: AnswerSpec) -> dict[str, Any]:
-    return _sent_schema(spec.schema_name)
+    return validator(spec.schema_name).schema  # type: ignore[no-any-return]  # cached, not re-read per request
 
 
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,

@@ -31,9 +31,7 @@ def _text(name: str) -> str:
 @functools.cache
 def compact_schema(role: str) -> str:
     """The role's answer schema without its bookkeeping keys, as one compact JSON line."""
-    from agent.answers import asked_schema
-
-    schema = asked_schema(json.loads((schema_dir() / "answers" / f"{role}.json").read_text()))
+    schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
     for key in ("$schema", "$id", "title", "description"):
         schema.pop(key, None)
     reasoning = schema.get("properties", {}).get("reasoning")

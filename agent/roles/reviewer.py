@@ -164,39 +164,11 @@ def grounding_errors(ctx: CommandContext, findings: list[dict[str, Any]]) -> dic
     return errors
 
 
-def _unmet_findings(ctx: CommandContext, answer: dict[str, Any], shown: list[str]) -> None:
-    """An approval with a check it says is not met becomes the changes it implies.
-
-    Measured (Qwen2.5-Coder-1.5B under real lorch): `approved` in 24 tokens for a `remove` that
-    never deleted an emptied item, though the goal says it must. The checks make the model go
-    through the goal's requirements before it answers; an unmet one is a finding, not a note.
-    """
-    unmet = [c for c in answer.get("checks") or [] if isinstance(c, dict) and c.get("met") is False]
-    if answer["status"] != "approved" or not unmet:
-        return
-    fallback = next((p for p in [*builder_files(ctx), *shown] if _cite(ctx, {"path": p})[0]), None)
-    findings = []
-    for c in unmet:
-        rel, count = _cite(ctx, c)
-        rel = rel or fallback
-        if rel is None:
-            continue
-        finding: dict[str, Any] = {"path": rel, "comment": f"not met: {c['requirement']}"}
-        line = c.get("line")
-        if rel == c.get("path") and isinstance(line, int) and 0 < line <= (count or 0):
-            finding["line"] = line
-        findings.append(finding)
-    if findings:
-        ctx.log("info", "review: an approval with unmet checks became changes_requested", unmet=len(findings))
-        answer.update(status="changes_requested", findings=answer["findings"] + findings)
-
-
 def _rules(ctx: CommandContext, shown: list[str]):  # type: ignore[no-untyped-def]
     def check(answer: dict[str, Any]) -> None:
         for f in answer["findings"]:
             if isinstance(f.get("path"), str):
                 f["path"] = f["path"].strip().removeprefix("./")
-        _unmet_findings(ctx, answer, shown)
         errors = grounding_errors(ctx, answer["findings"])
         if errors and answer["status"] == "approved":
             # Notes on an approval change nothing in lorch: drop the ungrounded ones quietly.
@@ -273,8 +245,7 @@ def handle(ctx: CommandContext) -> Outcome:
     _save_snapshot(ctx, to_read)
     if data["status"] == "changes_requested" and round_no >= limit:
         raise end_loop(ReviewLoopLimit, ctx, round_no, limit, "--max-review-rounds", _unresolved(data["findings"]))
-    payload = {"summary": data["summary"], "findings": data["findings"], "checks": data.get("checks", []),
-               "review_file": art.path,
+    payload = {"summary": data["summary"], "findings": data["findings"], "review_file": art.path,
                "answer_via": answer.via, "answer_form": answer.form, "round": round_no}
     cuts = report_cuts(ctx, budget)
     if cuts:
