@@ -15,12 +15,13 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer, strings_in
 from agent.clock import utc_now
-from agent.errors import AgentError, ReviewLoopLimit
+from agent.errors import AgentError, ReviewLoopLimit, ShuttingDown
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.goal_examples import examples_in, run_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -201,6 +202,42 @@ def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return salvage
 
 
+def _run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
+    """The goal's examples run on the code (goal_examples.py); [] without them or without a sandbox."""
+    examples = examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
+    if not examples:
+        return []
+    try:
+        return run_examples(ctx, examples)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:  # no sandbox for commands here: review without them
+        ctx.log("warn", "review: the goal's examples were not run", code=exc.code)
+        return []
+
+
+def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[dict[str, Any]]) -> None:
+    """An approval while one of the goal's own examples fails is a request for changes, citing it.
+
+    Measured (Qwen2.5-Coder-1.5B under real lorch): approved a fahrenheit_to_celsius that still
+    returned 194.22 for 212, the goal's own example. What the agent ran is not a model's opinion.
+    """
+    failed = [r for r in checked if not r["held"]]
+    if data["status"] != "approved" or not failed:
+        return
+    findings = []
+    for r in failed:
+        finding: dict[str, Any] = {"path": r.get("path") or next(iter(builder_files(ctx)), "."),
+                                   "comment": f"the goal's example {r['call']} gives {r['got']}; the goal says "
+                                              f"{r['expected']}"}
+        if r.get("line"):
+            finding["line"] = r["line"]
+        findings.append(finding)
+    ctx.log("info", "review: approval overruled, the goal's own examples fail", failed=len(failed))
+    data.update(status="changes_requested", findings=[*data["findings"], *findings],
+                summary=f"{len(failed)} of the goal's own examples fail: " + str(data["summary"])[:300])
+
+
 def _unresolved(findings: list[dict[str, Any]]) -> list[str]:
     out = []
     for f in findings:
@@ -231,6 +268,11 @@ def handle(ctx: CommandContext) -> Outcome:
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review (with line numbers)\n" + (quote_files(ctx, budget, to_read, numbered=True)
                                                           or "(none found)")]
+    checked = _run_goal_examples(ctx)
+    if checked:
+        parts.append("## The goal's own examples, run on the code now by the agent\n" + "\n".join(
+            f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + r['expected']}"
+            for r in checked))
     since = _since_last_review(ctx, budget, to_read)
     if since:
         parts.append(since)
@@ -239,6 +281,7 @@ def handle(ctx: CommandContext) -> Outcome:
     answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read), salvage=_salvage(ctx)),
                            "\n".join(parts))
     data = answer.data
+    _examples_decide(ctx, data, checked)
     review = {"task_id": cmd.task_id, "status": data["status"], "findings": data["findings"],
               "summary": data["summary"], "created_at": utc_now()}
     art = ctx.write(_review_file(cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))

@@ -1,0 +1,154 @@
+"""The goal's own examples, run on the code: `fahrenheit_to_celsius(212) must return 100.0`.
+
+Task goals often carry worked examples (`f(x) == y`, `f(x) returns y`, `f(x) must return y`).
+They are the one check of the code that no model wrote: the agent finds them in the command's
+inputs, runs each inside the OS sandbox (like the tests) against the workspace as it is, and
+reports what each call returned. Measured (Qwen2.5-Coder-1.5B under real lorch, fix-temperature):
+the builder answered "No changes needed" three times and its reviewer approved a file that still
+returned 194.22 for 212; both had the example in their prompt, neither had run it.
+
+Only calls of a plain function with literal arguments and a literal expected value are taken
+(`ast.literal_eval` decides); the function is looked up among the workspace's top-level Python
+definitions. A goal without such examples costs nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+import orjson
+
+from agent.roles.changes import is_test_path
+from agent.roles.context import CommandContext
+from agent.roles.project_files import project_files
+from agent.roles.prompting import read_project_text
+from agent.roles.testrun import run_tests
+
+__all__ = ["Example", "examples_in", "run_examples", "failed_text"]
+
+_CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
+_VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
+_EXAMPLE = re.compile(_CALL + _VERB)
+_MAX = 8
+_NOT_WANTED = re.compile(r"\b(?:today|currently|now|wrongly|used to)\W+(?:\w+\W+){0,2}$", re.I)
+_NOT_WANTED_AFTER = re.compile(r"[ \t]*(?:today|currently|now|at the moment|instead)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    args: str  # the literal arguments as written, e.g. `212` or `[1, 2, 3, 4]`
+    expected: str  # the literal as written, e.g. `100.0`
+
+    @property
+    def call(self) -> str:
+        return f"{self.name}({self.args})"
+
+
+def _literal_prefix(text: str) -> str | None:
+    """The longest prefix of `text` (up to a sentence end) that is one Python literal."""
+    text = text.lstrip()
+    ends = sorted({m.start() for m in re.finditer(r"[,;.]?(?:\s|$)", text)} | {len(text)}, reverse=True)
+    for end in ends:
+        candidate = text[:end].rstrip()
+        if candidate.endswith(".") and not candidate.endswith(".."):
+            candidate = candidate[:-1]  # the sentence's full stop, not part of `5.`
+        if not candidate:
+            continue
+        try:
+            ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        return candidate
+    return None
+
+
+def examples_in(texts: list[str]) -> list[Example]:
+    """Each `call <verb> literal` with literal arguments, in order, without repeats (at most 8)."""
+    found: list[Example] = []
+    for text in texts:
+        for m in _EXAMPLE.finditer(text):
+            name, args = m.group(1), m.group(2).strip()
+            try:
+                ast.literal_eval(f"({args},)" if args else "()")
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            expected = _literal_prefix(text[m.end():])
+            after = text[m.end():].lstrip()[len(expected or ""):]
+            if expected is None or _NOT_WANTED.search(text[max(0, m.start() - 30):m.start()]) \
+                    or _NOT_WANTED_AFTER.match(after):
+                continue  # "today f(1) returns 3", "f(1) returns 3 today": what is, not what should be
+            example = Example(name, args, expected)
+            if example is not None and example not in found:
+                found.append(example)
+    return found[:_MAX]
+
+
+def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]:
+    """name -> (the one workspace file defining it at top level, the line of its def)."""
+    where: dict[str, list[tuple[str, int]]] = {}
+    for rel in project_files(ctx.workspace, 2000):
+        if not rel.endswith(".py") or is_test_path(rel):
+            continue
+        source = read_project_text(ctx, rel)
+        try:
+            tree = ast.parse(source or "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
+                where.setdefault(node.name, []).append((rel, node.lineno))
+    return {n: mods[0] for n, mods in where.items() if len(mods) == 1}
+
+
+_PROBE = files("agent.roles").joinpath("goal_probe.py")  # its text is sent with -c: nothing to find in the sandbox
+
+
+
+def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str, Any]]:
+    """[{call, expected, got, held, path?, line?}] for the examples, run in the sandbox on the workspace as
+    it is (path and line: the function's def, when one module defines it)."""
+    if not examples:
+        return []
+    modules = _modules(ctx, {e.name for e in examples})
+    results: list[dict[str, Any]] = []
+    runnable = []
+    for e in examples:
+        if e.name in modules:
+            runnable.append(e)
+        else:
+            results.append({"call": e.call, "expected": e.expected, "held": False,
+                            "got": f"no module of the project defines {e.name} (once, at top level)"})
+    if runnable:
+        spec = orjson.dumps([[modules[e.name][0][:-3].replace("/", "."), e.name, e.args, e.expected]
+                             for e in runnable]).decode()
+        command = f"{shlex.quote(sys.executable)} -c {shlex.quote(_PROBE.read_text())} {shlex.quote(spec)}"
+        ran = run_tests(command, str(ctx.workspace.root), min(30.0, max(1.0, ctx.seconds_left())))
+        tail = str(ran.get("output_tail") or "")
+        line = next((ln for ln in reversed(tail.splitlines()) if ln.startswith("GOAL-EXAMPLES ")), None)
+        try:
+            outcome = orjson.loads(line.removeprefix("GOAL-EXAMPLES ")) if line else None
+        except orjson.JSONDecodeError:
+            outcome = None
+        if not isinstance(outcome, list) or len(outcome) != len(runnable) or not all(
+                isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], bool)
+                for o in outcome):  # the code under test printed something else on that line
+            outcome = [[f"the examples could not be run: {tail[-200:]}", False]] * len(runnable)
+        for e, (got, held) in zip(runnable, outcome, strict=True):
+            results.append({"call": e.call, "expected": e.expected, "got": got, "held": held,
+                            "path": modules[e.name][0], "line": modules[e.name][1]})
+    order = {e.call: i for i, e in enumerate(examples)}
+    return sorted(results, key=lambda r: order[r["call"]])
+
+
+def failed_text(results: list[dict[str, Any]]) -> str:
+    """`fahrenheit_to_celsius(212) returned 194.22222222222223; the goal says 100.0`, one per line."""
+    return "\n".join(f"- {r['call']} returned {r['got']}; the goal says {r['expected']}"
+                     if not r["got"].startswith(("no module", "the examples")) else f"- {r['call']}: {r['got']}"
+                     for r in results if not r["held"])
