@@ -82,3 +82,12 @@ def test_a_stub_never_replaces_a_real_body() -> None:
     assert merge_definitions(CART, "def total(self):\n    ...\n") is None
     assert merge_definitions(CART, "class Cart:\n    def add(self, name, price, quantity=1):\n"
                                    "        raise NotImplementedError\n") is None
+
+
+def test_an_import_of_what_the_file_defines_itself_is_not_merged() -> None:
+    # the 1.5B under real lorch: `from mathutil import clamp` merged into mathutil.py broke every test
+    old = "import math\n\n\ndef clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n"
+    merged = merge_definitions(old, "from mathutil import clamp\nimport os\n\n\ndef mean(v):\n    return sum(v) / len(v)\n")
+    assert merged is not None
+    assert "from mathutil import clamp" not in merged[0] and "import os\n" in merged[0] and "def mean(v)" in merged[0]
+    assert merged[1] == "imported import os; added mean"
