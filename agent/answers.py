@@ -39,7 +39,7 @@ from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
 
-__all__ = ["AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
+__all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
@@ -59,6 +59,12 @@ _BRIEF = ("Be brief: only the answer, no explanations; short summaries; for exis
 class InvalidAnswer(AgentError):
     """An answer that failed parsing or validation; only ever fed back to the model."""
     code = "invalid_model_response"
+
+
+class StartOver(InvalidAnswer):
+    """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
+    has a stricter form) instead of repairing it in the same conversation, where the model kept
+    defending it (the 1.5B: "No changes needed", three times, each time shown the failing values)."""
 
 
 # Errors worth sending back to the model with their exact message.
@@ -339,6 +345,11 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 note = loop.narrow("the answer copied the worked example", reply.text)
                 loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
                                 "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))
+                continue
+            if isinstance(exc, StartOver):
+                ctx.audit.record("answer_start_over", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
+                note = loop.narrow("the answer's frame was wrong", reply.text)
+                loop.start_over(message + (f"\n{note}" if note else ""))
                 continue
             note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
             if note:

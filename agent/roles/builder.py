@@ -19,6 +19,7 @@ from agent.answers import (
     AnswerSpec,
     InvalidAnswer,
     Narrowing,
+    StartOver,
     extract_json,
     obtain_answer,
     strings_in,
@@ -176,7 +177,7 @@ def _rules(ctx: CommandContext, examples: list[Example]):  # type: ignore[no-unt
             ran = failed_text(run_examples(ctx, examples)) if examples else ""
             if ran:
                 shown += f"\nThe goal's own examples, run on this code:\n{ran}"
-            raise InvalidAnswer(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
+            raise StartOver(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
                                 "or layout differ), so the task is not done. "
                                 + (f"The goal names this code, as it is now:{shown}\nWork out step by step what it "
                                    "returns for the values in the goal; where that differs from what the goal "
