@@ -122,6 +122,22 @@ def test_changes_requested_of_the_specs_own_sections_alone_need_no_builder(spawn
     assert events(out, "spec.no_changes_needed") and not events(out, "spec.changes_requested")
 
 
+def test_changes_requested_of_bare_file_names_need_no_builder(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B under real lorch: required_changes ["fizzbuzz.py"] for code that passed the
+    # check, in all four rounds, until the spec loop's bound failed the run
+    (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nfizzbuzz\n\n## Status\nnot started\n")
+    (workspace / "fizzbuzz.py").write_text("def fizzbuzz(n):\n    return []\n")
+    bare = json.dumps({"status": "changes_requested", "summary": "Changelog updated", "required_changes": ["fizzbuzz.py"]})
+    rec = tmp_path / "rec.jsonl"
+    out = spawn("spec_maintainer", "--record", str(rec), replies=[bare, bare, bare]).run(make_command("update_spec"))
+    assert events(out, "spec.no_changes_needed") and not events(out, "spec.changes_requested")
+    repair = json.loads(rec.read_text().splitlines()[1])["request"]["messages"][-1]["content"]
+    assert "required_changes name only spec sections or files (fizzbuzz.py)" in repair
+    real = json.dumps({"status": "changes_requested", "summary": "s", "required_changes": ["fizzbuzz.py must return FizzBuzz for 15"]})
+    out = spawn("spec_maintainer", replies=[real]).run(make_command("update_spec", task_id="T-0002"))
+    assert events(out, "spec.changes_requested")
+
+
 def test_changes_requested_without_saying_which_takes_the_summary(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # Qwen2.5-Coder-1.5B under real lorch: the same answer without required_changes twice failed the run
     (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nadd\n\n## Status\nnot started\n")
