@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from agent.answers import strings_in
 from agent.roles.changes import is_test_path
 from agent.roles.context import CommandContext
 from agent.roles.project_files import project_files
@@ -91,7 +92,8 @@ def examples_in(texts: list[str]) -> list[Example]:
 
 
 def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]:
-    """name -> (the one workspace file defining it at top level, the line of its def)."""
+    """name -> (the workspace file defining it at top level, the line of its def): the one file, or
+    the one of several that the command's inputs name."""
     where: dict[str, list[tuple[str, int]]] = {}
     for rel in project_files(ctx.workspace, 2000):
         if not rel.endswith(".py") or is_test_path(rel):
@@ -104,7 +106,15 @@ def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
                 where.setdefault(node.name, []).append((rel, node.lineno))
-    return {n: mods[0] for n, mods in where.items() if len(mods) == 1}
+    # Several modules define it (measured: the 1.5B's mean and median merged into mathutil.py as
+    # well as written to the stats.py the goal asked for): the one the inputs name decides.
+    named = " ".join(strings_in(ctx.cmd.inputs))
+    out: dict[str, tuple[str, int]] = {}
+    for n, mods in where.items():
+        picked = mods if len(mods) == 1 else [m for m in mods if re.search(rf"(?<![\w/.]){re.escape(m[0])}\b", named)]
+        if len(picked) == 1:
+            out[n] = picked[0]
+    return out
 
 
 _PROBE = files("agent.roles").joinpath("goal_probe.py")  # its text is sent with -c: nothing to find in the sandbox
@@ -124,7 +134,8 @@ def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str,
             runnable.append(e)
         else:
             results.append({"call": e.call, "expected": e.expected, "held": False,
-                            "got": f"no module of the project defines {e.name} (once, at top level)"})
+                            "got": f"no module of the project defines {e.name} at top level (or several do, "
+                                   "none of them named in the goal)"})
     if runnable:
         spec = orjson.dumps([[modules[e.name][0][:-3].replace("/", "."), e.name, e.args, e.expected]
                              for e in runnable]).decode()
