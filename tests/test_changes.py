@@ -218,3 +218,14 @@ def test_a_fence_around_a_whole_file_is_dropped_but_not_in_prose_or_around_part(
         planned_writes(ws, {"files": [{"path": "two.py", "content": two}]})
     [edit] = planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 5\n", "new": "```\nreturn 55\n```"}]})
     assert "        return 55\n" in edit.content
+
+
+def test_a_file_answered_with_none_of_its_definitions_is_refused(ws: Workspace) -> None:
+    # the 1.5B under real lorch, whole-files form: temperature.py answered with its test file's content
+    (Path(str(ws.root)) / "temp.py").write_text("def c_to_f(c):\n    return c * 9 / 5 + 32\n\n\ndef f_to_c(f):\n"
+                                                "    return f - 32 * 5 / 9\n")
+    tests = "import unittest\n\nfrom temp import c_to_f\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n" \
+            "        self.assertEqual(c_to_f(0), 32)\n\n\nif __name__ == '__main__':\n    unittest.main()\n"
+    with pytest.raises(ChangeError, match="would replace temp.py with a file that has none of its definitions "
+                                          r"\(c_to_f, f_to_c\)"):
+        planned_writes(ws, {"files": [{"path": "temp.py", "content": tests}]})

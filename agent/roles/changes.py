@@ -272,6 +272,10 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
                 kept = f"kept {', '.join(lost[:6])}; " if lost else ""
                 notes.append(f"{where} held only part of {path}: {kept}{how}")
                 why = shrink_reason(path, old, text)
+            elif lost and merged is None and len(lost) == len(_top_definitions(old) or ()):
+                # Measured (1.5B, whole-files form): temperature.py answered with the content of its
+                # test file: every function gone, nothing to merge, and the line count alike.
+                why = f"would replace {path} with a file that has none of its definitions ({', '.join(lost[:6])})"
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
                                   f"or change it with edits like {EDIT_SHAPE.replace('src/app.py', path)}", path=path)
@@ -318,18 +322,21 @@ def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
     return m.group(1)
 
 
+def _top_definitions(source: str) -> list[str] | None:
+    """The top-level functions and classes of Python source (None when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+
+
 def _lost_definitions(path: str, old: str, new: str) -> list[str]:
     """Top-level functions and classes of a Python file that `new` no longer defines."""
-    if not path.endswith(".py"):
+    before, after = (_top_definitions(old), _top_definitions(new)) if path.endswith(".py") else (None, None)
+    if before is None or after is None:
         return []
-    names = []
-    for source in (old, new):
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
-        names.append([n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)])
-    return [n for n in names[0] if n not in set(names[1])]
+    return [n for n in before if n not in set(after)]
 
 
 def _merged(path: str, old: str, content: str) -> tuple[str, str] | None:
