@@ -529,7 +529,7 @@ class Workspace:
             raise _write_error(dst, exc) from None
 
     def remove(self, rel: str, *, policy: PathPolicy = AGENT) -> None:
-        """Remove a regular file reached without following links (a trial file the agent placed)."""
+        """Remove a regular file reached without following links (a test file the command added, taken out)."""
         parts = self._judge(rel, policy, True).split("/")
         try:
             dir_fd = self._open_dir(parts[:-1], rel, create=False)

@@ -29,6 +29,7 @@ from agent.prompt import PromptBuilder
 from agent.roles.changes import (
     EDIT_SHAPE,
     FILE_SHAPE,
+    PROSE_SUFFIXES,
     FileWrite,
     check_change_entries,
     named_definitions,
@@ -36,7 +37,7 @@ from agent.roles.changes import (
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.goal_examples import Example, examples_in, failed_text, run_examples
+from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples
 from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -187,7 +188,6 @@ def _rules(ctx: CommandContext, examples: list[Example]):  # type: ignore[no-unt
     return check
 
 
-_PROSE = (".md", ".txt", ".rst")
 _PROSE_GOAL = re.compile(r"docstring|comment|documentation|format|typo|wording|style|whitespace", re.I)
 
 
@@ -210,7 +210,7 @@ def _salvage(ctx: CommandContext, *, only_prose: bool = False):  # type: ignore[
         files, edits = answer.get("files") or [], answer.get("edits") or []
         if only_prose:
             entries = {**{f"files[{i}]": f for i, f in enumerate(files)}, **{f"edits[{i}]": e for i, e in enumerate(edits)}}
-            if not all(str(entries.get(name, {}).get("path", "")).lower().endswith(_PROSE) for name in failed):
+            if not all(str(entries.get(name, {}).get("path", "")).lower().endswith(PROSE_SUFFIXES) for name in failed):
                 return None
         kept = dict(answer)
         kept["files"] = [f for i, f in enumerate(files) if f"files[{i}]" not in failed]
@@ -286,7 +286,8 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any],
     if missed:
         user += ("\n## The goal's own examples, run on your change\n" + failed_text(missed) +
                  "\nFix the code so that each example gives what the goal says; the files above show your change.")
-    ctx.progress("tests failed; asking the model to fix them", stage="implementing", progress=0.6)
+    what = "tests failed" if tests["status"] == "fail" else "the goal's examples failed"
+    ctx.progress(f"{what}; asking the model to fix them", stage="implementing", progress=0.6)
     try:
         return obtain_answer(ctx, spec, user)
     except ShuttingDown:
@@ -349,7 +350,7 @@ def handle(ctx: CommandContext) -> Outcome:
         from agent.sandbox import ensure_commands_allowed
 
         ensure_commands_allowed("the test command")
-    examples = examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
+    examples = examples_of(ctx)
     user += _examples_now(ctx, examples)
     ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
     goal_test = ask_goal_test(ctx, user) if wants_goal_test(ctx) else None

@@ -35,13 +35,13 @@ from agent.roles.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",
-           "is_test_path", "unchanged_code", "named_definitions", "FILE_SHAPE", "EDIT_SHAPE"]
+           "is_test_path", "unchanged_code", "named_definitions", "FILE_SHAPE", "EDIT_SHAPE", "PROSE_SUFFIXES"]
 
 FILE_SHAPE = '{"path": "src/app.py", "content": "<the whole new file>"}'
 EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new": "<its replacement>"}'
 _SHRINK_RATIO = 0.4
 _WRAPPING_FENCE = re.compile(r"\s*```[\w+.-]*[ \t]*\n(.*?\n?)```[ \t]*\n?\s*", re.S)
-_PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
+PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 _SHRINK_MIN_LINES = 10
 _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+function)\s+([A-Za-z_][\w.:]*)", re.M)
 _CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
@@ -192,7 +192,8 @@ def unchanged_code(ws: Workspace, writes: list[FileWrite]) -> list[str]:
     paths = []
     for w in writes:
         old = _on_disk(ws, w.path) if w.path.endswith(".py") else None
-        if old is None or _behaviour(old) is None or _behaviour(old) != _behaviour(w.content):
+        before = _behaviour(old) if old is not None else None
+        if before is None or before != _behaviour(w.content):
             return []
         paths.append(w.path)
     return paths
@@ -316,7 +317,7 @@ def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
     a ```python line and ended with ```, so cart.py did not compile and the answer was refused.
     """
     m = _WRAPPING_FENCE.fullmatch(text)
-    if m is None or path.lower().endswith(_PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
+    if m is None or path.lower().endswith(PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
         return text
     notes.append(f"{where}: the ``` fence around the content of {path} was dropped")
     return m.group(1)

@@ -31,7 +31,7 @@ from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 
-__all__ = ["Example", "examples_in", "run_examples", "failed_text"]
+__all__ = ["Example", "examples_in", "examples_of", "run_examples", "failed_text"]
 
 _CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
 _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
@@ -91,6 +91,11 @@ def examples_in(texts: list[str]) -> list[Example]:
     return found[:_MAX]
 
 
+def examples_of(ctx: CommandContext) -> list[Example]:
+    """The examples of the command's inputs, when commands may run (a test command is set); else []."""
+    return examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
+
+
 def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]:
     """name -> (the workspace file defining it at top level, the line of its def): the one file, or
     the one of several that the command's inputs name."""
@@ -99,6 +104,8 @@ def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]
         if not rel.endswith(".py") or is_test_path(rel):
             continue
         source = read_project_text(ctx, rel)
+        if not source or not any(f"def {n}(" in source for n in names):
+            continue  # run after every repair: parse only the files that can hold the functions
         try:
             tree = ast.parse(source or "")
         except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -27,7 +27,7 @@ from agent.roles.project_files import project_files
 __all__ = ["wants_tests", "ask_for_tests", "wants_goal_test", "ask_goal_test", "goal_test_writes"]
 
 _SOURCE_SUFFIXES = {".py", ".js", ".ts", ".go", ".rs", ".rb", ".java", ".lua", ".c", ".cc", ".cpp", ".sh"}
-_NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|js|ts|go|rs|rb|java|lua|c|cc|cpp|sh)\b")
+_NAMED_FILE = re.compile(r"[\w./-]+(?:" + "|".join(re.escape(s) for s in sorted(_SOURCE_SUFFIXES)) + r")\b")
 
 
 def wants_tests(ctx: CommandContext, written: list[str]) -> bool:

@@ -15,13 +15,13 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer, strings_in
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import AgentError, ReviewLoopLimit, ShuttingDown
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.goal_examples import examples_in, run_examples
+from agent.roles.goal_examples import examples_of, run_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -204,7 +204,7 @@ def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
 
 def _run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
     """The goal's examples run on the code (goal_examples.py); [] without them or without a sandbox."""
-    examples = examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
+    examples = examples_of(ctx)
     if not examples:
         return []
     try:

@@ -92,7 +92,7 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
 _BARE_PATH = re.compile(r"\.?/?[\w./-]+\.\w{1,5}")
 
 
-def _only_sections(changes: list[Any]) -> bool:
+def _nothing_for_the_builder(changes: list[Any]) -> bool:
     """Required changes that only name spec sections ("status", "changelog", ...), the maintainer's
     own work, or files ("fizzbuzz.py"): nothing the builder could act on. Measured (1.5B under real
     lorch, new-fizzbuzz): `required_changes: ["fizzbuzz.py"]` for code that passed the check, in
@@ -124,7 +124,7 @@ class _Answers:
                                     "(no_changes_needed or changes_requested)")
         if self.spec is not None and any(edit_error(e) is None for e in edits):
             self.with_edits = answer
-        if answer.get("status") == "changes_requested" and _only_sections(answer.get("required_changes") or []):
+        if answer.get("status") == "changes_requested" and _nothing_for_the_builder(answer.get("required_changes") or []):
             raise InvalidAnswer(
                 "required_changes name only spec sections or files (" + ", ".join(answer["required_changes"][:6]) +
                 "): sections are yours to edit, and a file name says nothing the builder can do. If the code "
@@ -134,7 +134,7 @@ class _Answers:
         check_edits(answer)
 
     def salvage(self, answer: dict[str, Any]) -> dict[str, Any] | None:
-        if _only_sections(answer.get("required_changes") or []) or not answer.get("section_edits"):
+        if _nothing_for_the_builder(answer.get("required_changes") or []) or not answer.get("section_edits"):
             if self.with_edits is not None and answer is not self.with_edits:
                 self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
                 answer = self.with_edits
