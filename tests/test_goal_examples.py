@@ -40,7 +40,9 @@ def test_a_change_whose_examples_fail_is_repaired_with_what_they_returned(spawn,
     still = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * 5 / 9", "new": "f - 32 * (5 / 9)"}]})
     right = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * (5 / 9)", "new": "(f - 32) * 5 / 9"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[still, right])
+    # --example-tries 0: the repair's own message is under test here (test_example_fix.py: the function alone)
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", "--example-tries", "0",
+                  replies=[still, right])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
     assert done["payload"]["test_repairs"] == 1
@@ -59,7 +61,8 @@ def test_a_change_that_does_nothing_is_shown_its_examples_and_failures_are_repor
                                                      "new": "def f_to_c(f):\n    return f - 32 * 5 / 9\n"}]})
     other = json.dumps({"summary": "done", "edits": [{"path": "temp.py", "old": "f - 32 * 5 / 9", "new": "f - 31 * 5 / 9"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", "--test-repairs", "0", replies=[same, other])
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", "--test-repairs", "0",
+                  "--example-tries", "0", replies=[same, other])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert "The goal's own examples, run on this code:\n- f_to_c(212) returned 194.22222222222223" in _requests(rec)[1]
     # the tests pass, so lorch's run goes on; the examples that still fail are reported, not hidden

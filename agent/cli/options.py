@@ -80,6 +80,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="update_spec rounds on one task before the spec maintainer ends the loop")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
+    g.add_argument("--example-tries", type=int_in(0, 10), default=3, metavar="N",
+                   help="builder: when the goal's examples of an existing function fail after the answer, "
+                        "candidates of that function asked for alone and judged by the examples (0: off)")
     g.add_argument("--add-tests", choices=("goal", "auto", "off"), default="off",
                    help="builder, for an implement in a project with tests: goal asks for a test of the goal "
                         "before the code and keeps it only if it passes after the repairs; auto asks for a test "
@@ -259,7 +262,8 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
         max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
-        test_repairs=args.test_repairs, add_tests=args.add_tests)
+        test_repairs=args.test_repairs, add_tests=args.add_tests,
+        example_tries=args.example_tries)
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

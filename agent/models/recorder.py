@@ -2,7 +2,7 @@
 
 Each successful call appends one JSONL line in the format `RecordedModel` serves::
 
-    {"digest", "request": {"messages", "task_type", "role", "schema_name"},
+    {"digest", "request": {"messages", "task_type", "role", "schema_name", "temperature"},
      "reply": {"text", "model", "provider"}, "usage": {"prompt_tokens", "completion_tokens"},
      "latency_ms", "recorded_at"}
 
@@ -57,7 +57,8 @@ class RecordingModel:
             "digest": recording_digest(request, self.redactor),
             "request": self.redactor.data({"messages": redacted_messages(request, self.redactor),
                                            "task_type": request.task_type, "role": request.role,
-                                           "schema_name": request.schema_name}),
+                                           "schema_name": request.schema_name,
+                                           "temperature": request.temperature}),
             "reply": {"text": self.redactor.text(reply.text), "model": reply.model, "provider": reply.provider},
             "usage": {"prompt_tokens": reply.usage.prompt_tokens,
                       "completion_tokens": reply.usage.completion_tokens},

@@ -37,6 +37,7 @@ from agent.roles.changes import (
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.example_fix import fix_from_examples
 from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples
 from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
@@ -323,6 +324,14 @@ def _examples_now(ctx: CommandContext, examples: list[Example]) -> str:
                                                                          f"{r['expected']}") for r in ran) + "\n")
 
 
+def _by_examples(ctx: CommandContext, examples: list[Example],
+                 checked: list[dict[str, Any]]) -> tuple[list[FileWrite], list[str]]:
+    """Functions whose goal examples fail, each asked for alone and judged by them (example_fix.py)."""
+    if not any(not r["held"] and r.get("path") for r in checked) or ctx.settings.example_tries <= 0:
+        return [], []
+    return fix_from_examples(ctx, examples, checked, ctx.settings.example_tries)
+
+
 def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | None:
     """`implement_changes` without any applicable answer, but with code whose tests pass: the code
     stays as it is and the reviewer looks again (the agent bounds that loop), instead of a failed
@@ -356,15 +365,24 @@ def handle(ctx: CommandContext) -> Outcome:
     goal_test = ask_goal_test(ctx, user) if wants_goal_test(ctx) else None
     spec = AnswerSpec("builder", "planning", _rules(ctx, examples), _prepare, _salvage(ctx), guard_answer=False,
                       narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True))
+    ledger = TestLedger(ctx)
+    rewritten: list[str] = []
     try:
         answer = obtain_answer(ctx, spec, user)
+        first = planned_writes(ctx.workspace, answer.data)
     except InvalidModelResponse as exc:
-        kept = _kept_as_is(ctx, exc)
-        if kept is None:
-            raise
-        return kept
-    ledger = TestLedger(ctx)
-    _write_all(ctx, planned_writes(ctx.workspace, answer.data), ledger)
+        first, rewritten = _by_examples(ctx, examples, run_examples(ctx, examples))
+        if not first:
+            kept = _kept_as_is(ctx, exc)
+            if kept is None:
+                raise
+            return kept
+        ctx.log("warn", "builder: no valid answer came; the functions the goal's examples name were written alone",
+                reason=exc.message[:300], functions=rewritten)
+        answer = Answer({"summary": f"Rewrote {', '.join(rewritten)} so that the goal's examples hold "
+                                    f"(no valid whole answer came: {exc.message[:200]})"}, "examples", 0,
+                        form="function")
+    _write_all(ctx, first, ledger)
     written = [a.path for a in ctx.artifacts]
     goal_files = goal_test_writes(ctx, goal_test, written) if goal_test else []
     _write_all(ctx, goal_files, ledger)
@@ -373,6 +391,12 @@ def handle(ctx: CommandContext) -> Outcome:
                                       written), ledger)
     tests = _run_tests(ctx)
     checked = run_examples(ctx, examples)
+    if not rewritten:
+        fixes, rewritten = _by_examples(ctx, examples, checked)
+        if fixes:
+            _write_all(ctx, fixes, ledger)
+            tests = _run_tests(ctx)
+            checked = run_examples(ctx, examples)
     repairs = 0
     while (tests["status"] == "fail" or not all(r["held"] for r in checked)) \
             and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
@@ -401,6 +425,8 @@ def handle(ctx: CommandContext) -> Outcome:
                                 else "kept", "files": [w.path for w in goal_files]}
     if repairs:
         payload["test_repairs"] = repairs
+    if rewritten:
+        payload["rewritten_for_examples"] = rewritten
     if answer.data.get("no_changes_reason") and not ctx.artifacts:
         payload["no_changes_reason"] = answer.data["no_changes_reason"]
     cuts = report_cuts(ctx, budget)

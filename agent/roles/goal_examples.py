@@ -37,6 +37,7 @@ _CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
 _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
 _EXAMPLE = re.compile(_CALL + _VERB)
 _MAX = 8
+_MAX_ARG = 120_000
 _NOT_WANTED = re.compile(r"\b(?:today|currently|now|wrongly|used to)\W+(?:\w+\W+){0,2}$", re.I)
 _NOT_WANTED_AFTER = re.compile(r"[ \t]*(?:today|currently|now|at the moment|instead)\b", re.I)
 
@@ -128,9 +129,11 @@ _PROBE = files("agent.roles").joinpath("goal_probe.py")  # its text is sent with
 
 
 
-def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str, Any]]:
+def run_examples(ctx: CommandContext, examples: list[Example],
+                 instead: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """[{call, expected, got, held, path?, line?}] for the examples, run in the sandbox on the workspace as
-    it is (path and line: the function's def, when one module defines it)."""
+    it is (path and line: the function's def, when one module defines it). `instead` maps a module's
+    path to source run in place of its file: a candidate judged before anything is written."""
     if not examples:
         return []
     modules = _modules(ctx, {e.name for e in examples})
@@ -147,6 +150,11 @@ def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str,
         spec = orjson.dumps([[modules[e.name][0][:-3].replace("/", "."), e.name, e.args, e.expected]
                              for e in runnable]).decode()
         command = f"{shlex.quote(sys.executable)} -c {shlex.quote(_PROBE.read_text())} {shlex.quote(spec)}"
+        if instead:
+            replaced = orjson.dumps({rel[:-3].replace("/", "."): text for rel, text in instead.items()}).decode()
+            command += " " + shlex.quote(replaced)
+            if len(command.encode()) > _MAX_ARG:  # the shell gets it as one argv string (MAX_ARG_STRLEN, 128 KiB)
+                raise ValueError(f"a candidate this large ({len(command)} bytes quoted) cannot be judged in place")
         ran = run_tests(command, str(ctx.workspace.root), min(30.0, max(1.0, ctx.seconds_left())))
         tail = str(ran.get("output_tail") or "")
         line = next((ln for ln in reversed(tail.splitlines()) if ln.startswith("GOAL-EXAMPLES ")), None)
