@@ -56,7 +56,7 @@ def test_a_wrong_function_is_asked_for_alone_and_the_candidate_that_holds_is_wri
     assert second["temperature"] == 0.8
     assert 'Module temp.py, with the body of `f_to_c` left out:' in user
     assert '    """Convert back."""\n    ...\n' in user and "f - 32 * (5 / 9)" not in user
-    assert "Tried before, and wrong:" in user and "- f_to_c(212) returned 195.22222222222223; it must be 100.0" in user
+    assert "Tried before, and wrong:" in user and "- f_to_c(212) returned 195.22222222222223; the goal says 100.0" in user
 
 
 def test_no_candidate_that_holds_leaves_the_answer_and_reports_the_examples(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -114,3 +114,20 @@ def test_the_reply_gives_its_function_and_imports_not_the_neighbours_it_wrote_ag
     assert function_from_reply("def other():\n    pass\n", "f_to_c") is None
     assert function_from_reply("```python\ndef f_to_c(f):\n  return (f", "f_to_c") is None  # cut off: no parse
     assert function_from_reply("    def f_to_c(f):\n        return f\n", "f_to_c") == "def f_to_c(f):\n    return f\n"
+
+
+def test_a_function_that_must_raise_is_rewritten_until_it_does(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "stats.py").write_text("def mean(values):\n    return sum(values) / len(values)\n")
+    goal = {"goal": "Make mean in stats.py strict: mean([]) raises ValueError, and mean([1, 2]) == 1.5 still."}
+    same = json.dumps({"summary": "ok", "no_changes_reason": "mean already works"})
+    raising = ("```python\ndef mean(values):\n    # empty: ValueError\n    if not values:\n"
+               "        raise ValueError('mean of nothing')\n    return sum(values) / len(values)\n```")
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[same, raising])
+    done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
+    assert done["payload"]["rewritten_for_examples"] == ["mean"]
+    assert done["payload"]["goal_examples"] == {"held": 2, "of": 2, "failed": []}
+    assert "raise ValueError('mean of nothing')" in (workspace / "stats.py").read_text()
+    asked = _rows(rec)[1]["request"]["messages"][1]["content"]
+    assert "Each of these must hold:\n- mean([1, 2]) == 1.5\n- mean([]) raises ValueError" in asked
+    assert "- mean([]) returned ZeroDivisionError: division by zero" in asked

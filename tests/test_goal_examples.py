@@ -126,3 +126,26 @@ def test_of_several_modules_defining_it_the_one_the_goal_names_runs_the_example(
     goal = {"goal": "Create stats.py with mean(values); mean([1, 2, 3, 4]) == 2.5."}
     done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
     assert done["payload"]["goal_examples"] == {"held": 1, "of": 1, "failed": []}
+
+
+def test_an_exception_the_goal_names_is_an_example_too() -> None:
+    found = examples_in(["mean([]) raises ValueError; median([]) must raise a ValueError. Today f(0) raises "
+                         "KeyError. g(1) should still raise TypeError, h('x') raises ValueError instead."])
+    assert [e.claim for e in found] == ["mean([]) raises ValueError", "median([]) raises ValueError",
+                                        "g(1) raises TypeError"]
+
+
+def test_an_example_that_must_raise_holds_only_for_that_exception_or_a_subclass(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # the 1.5B under real lorch: stats.mean divided by zero for [], the goal says ValueError
+    (workspace / "stats.py").write_text("def mean(v):\n    return sum(v) / len(v)\n\n\n"
+                                        "def first(v):\n    if not v:\n        raise IndexError('empty')\n    return v[0]\n\n\n"
+                                        "def pick(v):\n    return v[0]\n")
+    goal = {"goal": "In stats.py: mean([]) raises ValueError. first([]) raises LookupError. pick([]) raises KeyError. "
+                    "mean([2, 4]) == 3."}
+    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", "--example-tries", "0",
+                  replies=[json.dumps({"summary": "none", "no_changes_reason": "fine as it is"})])
+    done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
+    report = done["payload"]["goal_examples"]
+    assert report["held"] == 2 and report["of"] == 4  # mean([2, 4]) and first([]) (IndexError is a LookupError)
+    assert [(r["call"], r["got"].split(":")[0]) for r in report["failed"]] == [("mean([])", "ZeroDivisionError"),
+                                                                               ("pick([])", "IndexError")]

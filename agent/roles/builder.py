@@ -38,7 +38,7 @@ from agent.roles.changes import (
 )
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.example_fix import fix_from_examples
-from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples
+from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples, said
 from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -321,7 +321,7 @@ def _examples_now(ctx: CommandContext, examples: list[Example]) -> str:
         return ""
     return ("\n## The goal's own examples, run by the agent on the code as it is now\n" + "\n".join(
         f"- {r['call']}: " + ("gives what the goal says" if r["held"] else f"returns {r['got']}; the goal says "
-                                                                         f"{r['expected']}") for r in ran) + "\n")
+                                                                         f"{said(r['expected'])}") for r in ran) + "\n")
 
 
 def _by_examples(ctx: CommandContext, examples: list[Example],

@@ -29,7 +29,7 @@ from agent.errors import AgentError, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.roles.changes import FileWrite
 from agent.roles.context import CommandContext
-from agent.roles.goal_examples import Example, run_examples
+from agent.roles.goal_examples import Example, run_examples, said
 from agent.roles.prompting import read_project_text
 from agent.roles.py_merge import merge_definitions
 
@@ -161,13 +161,13 @@ def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: li
         parts.append(f"The spec ({spec}) says:\n{text[:_SPEC_CHARS]}")
     goal = " ".join(strings_in(ctx.cmd.inputs))[:_GOAL_CHARS]
     parts.append(f"The goal: {goal}")
-    parts.append("Each of these must hold:\n" + "\n".join(f"- {e.call} == {e.expected}" for e in examples))
+    parts.append("Each of these must hold:\n" + "\n".join(f"- {e.claim}" for e in examples))
     if show_body:
         parts.append("Run on the code as it is now:\n" + "\n".join(f"- {r['call']} returned {r['got']}"
                                                                    for r in failed))
     for fragment, ran in tried[-2:]:
         parts.append(f"Tried before, and wrong:\n```python\n{fragment.strip()}\n```\n" + "\n".join(
-            f"- {r['call']} returned {r['got']}; it must be {r['expected']}" for r in ran if not r["held"]))
+            f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}" for r in ran if not r["held"]))
     parts.append(f"Write `{signature}` with its body so that each example holds. Work out the formula or "
                  "the steps first, in one short comment line inside the function. Keep everything else "
                  "the function does that the goal does not ask to change.")

@@ -31,11 +31,12 @@ from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 
-__all__ = ["Example", "examples_in", "examples_of", "run_examples", "failed_text"]
+__all__ = ["Example", "examples_in", "examples_of", "run_examples", "failed_text", "said"]
 
 _CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
 _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
 _EXAMPLE = re.compile(_CALL + _VERB)
+_RAISES = re.compile(_CALL + r"\s*(?:(?:must|should|will)\s+(?:still\s+)?raise|raises)\s+(?:an?\s+)?([A-Z]\w*)\b")
 _MAX = 8
 _MAX_ARG = 120_000
 _NOT_WANTED = re.compile(r"\b(?:today|currently|now|wrongly|used to)\W+(?:\w+\W+){0,2}$", re.I)
@@ -46,11 +47,24 @@ _NOT_WANTED_AFTER = re.compile(r"[ \t]*(?:today|currently|now|at the moment|inst
 class Example:
     name: str
     args: str  # the literal arguments as written, e.g. `212` or `[1, 2, 3, 4]`
-    expected: str  # the literal as written, e.g. `100.0`
+    expected: str  # the literal as written, e.g. `100.0`, or `raises ValueError`
 
     @property
     def call(self) -> str:
         return f"{self.name}({self.args})"
+
+    @property
+    def claim(self) -> str:
+        """`f(212) == 100.0`, `mean([]) raises ValueError`."""
+        return f"{self.call} {self.expected}" if self.expected.startswith(_RAISING) else f"{self.call} == {self.expected}"
+
+
+_RAISING = "raises "
+
+
+def said(expected: str) -> str:
+    """What the goal says, in a sentence: `100.0`, `it raises ValueError`."""
+    return f"it {expected}" if expected.startswith(_RAISING) else expected
 
 
 def _literal_prefix(text: str) -> str | None:
@@ -77,9 +91,7 @@ def examples_in(texts: list[str]) -> list[Example]:
     for text in texts:
         for m in _EXAMPLE.finditer(text):
             name, args = m.group(1), m.group(2).strip()
-            try:
-                ast.literal_eval(f"({args},)" if args else "()")
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            if not _literal_args(args):
                 continue
             expected = _literal_prefix(text[m.end():])
             after = text[m.end():].lstrip()[len(expected or ""):]
@@ -87,9 +99,25 @@ def examples_in(texts: list[str]) -> list[Example]:
                     or _NOT_WANTED_AFTER.match(after):
                 continue  # "today f(1) returns 3", "f(1) returns 3 today": what is, not what should be
             example = Example(name, args, expected)
-            if example is not None and example not in found:
+            if example not in found:
+                found.append(example)
+        for m in _RAISES.finditer(text):  # `mean([]) raises ValueError`: the call must raise that exception
+            name, args = m.group(1), m.group(2).strip()
+            if not _literal_args(args) or _NOT_WANTED.search(text[max(0, m.start() - 30):m.start()]) \
+                    or _NOT_WANTED_AFTER.match(text[m.end():]):
+                continue
+            example = Example(name, args, _RAISING + m.group(3))
+            if example not in found:
                 found.append(example)
     return found[:_MAX]
+
+
+def _literal_args(args: str) -> bool:
+    try:
+        ast.literal_eval(f"({args},)" if args else "()")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def examples_of(ctx: CommandContext) -> list[Example]:
@@ -175,6 +203,6 @@ def run_examples(ctx: CommandContext, examples: list[Example],
 
 def failed_text(results: list[dict[str, Any]]) -> str:
     """`fahrenheit_to_celsius(212) returned 194.22222222222223; the goal says 100.0`, one per line."""
-    return "\n".join(f"- {r['call']} returned {r['got']}; the goal says {r['expected']}"
+    return "\n".join(f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}"
                      if not r["got"].startswith(("no module", "the examples")) else f"- {r['call']}: {r['got']}"
                      for r in results if not r["held"])

@@ -37,14 +37,25 @@ for module, source in (json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}).ite
         loaded[module] = (type(exc).__name__ + ": " + str(exc))[:200]
 out = []
 for module, name, args, expected in json.loads(sys.argv[1]):
-    want = ast.literal_eval(expected)
+    raising = expected[len("raises "):] if expected.startswith("raises ") else None
     try:
         if module in loaded:
             raise ImportError(loaded[module])
-        got = getattr(importlib.import_module(module), name)(*ast.literal_eval("(" + args + ",)" if args else "()"))
-        same = got == want or (isinstance(got, (int, float)) and isinstance(want, (int, float))
-                               and not isinstance(got, bool) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9))
-        out.append([repr(got)[:200], bool(same)])
+        function = getattr(importlib.import_module(module), name)
     except BaseException as exc:
         out.append([(type(exc).__name__ + ": " + str(exc))[:200], False])
+        continue
+    try:
+        got = function(*ast.literal_eval("(" + args + ",)" if args else "()"))
+    except BaseException as exc:  # the wanted exception, a subclass of it, or a wrong one
+        held = raising is not None and any(c.__name__ == raising for c in type(exc).__mro__)
+        out.append([(type(exc).__name__ + ": " + str(exc))[:200], held])
+        continue
+    if raising is not None:
+        out.append([repr(got)[:200], False])
+        continue
+    want = ast.literal_eval(expected)
+    same = got == want or (isinstance(got, (int, float)) and isinstance(want, (int, float))
+                           and not isinstance(got, bool) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9))
+    out.append([repr(got)[:200], bool(same)])
 sys.stdout.write("GOAL-EXAMPLES " + json.dumps(out) + "\n")

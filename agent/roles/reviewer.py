@@ -21,7 +21,7 @@ from agent.errors import AgentError, ReviewLoopLimit, ShuttingDown
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.goal_examples import examples_of, run_examples
+from agent.roles.goal_examples import examples_of, run_examples, said
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -229,7 +229,7 @@ def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[di
     for r in failed:
         finding: dict[str, Any] = {"path": r.get("path") or next(iter(builder_files(ctx)), "."),
                                    "comment": f"the goal's example {r['call']} gives {r['got']}; the goal says "
-                                              f"{r['expected']}"}
+                                              f"{said(r['expected'])}"}
         if r.get("line"):
             finding["line"] = r["line"]
         findings.append(finding)
@@ -271,7 +271,7 @@ def handle(ctx: CommandContext) -> Outcome:
     checked = _run_goal_examples(ctx)
     if checked:
         parts.append("## The goal's own examples, run on the code now by the agent\n" + "\n".join(
-            f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + r['expected']}"
+            f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + said(r['expected'])}"
             for r in checked))
     since = _since_last_review(ctx, budget, to_read)
     if since:
