@@ -28,24 +28,28 @@ def _rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_a_wrong_function_is_asked_for_alone_and_the_candidate_that_holds_is_written(spawn, workspace: Path,
-                                                                                     tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_bug_the_examples_define_is_fixed_by_asking_for_the_function_alone(spawn, workspace: Path,
+                                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "temp.py").write_text(BUGGY)
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[QUOTED_BACK, WRONG, RIGHT])
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
     out = agent.run(make_command("implement", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
     assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
+    assert done["payload"]["answer_via"] == "examples" and done["payload"]["answer_form"] == "function"
+    assert done["payload"]["summary"] == ("Rewrote f_to_c so that the goal's examples hold: f_to_c(212) == 100.0; "
+                                          "f_to_c(32) == 0.0")
     assert done["payload"]["goal_examples"] == {"held": 2, "of": 2, "failed": []}
     text = (workspace / "temp.py").read_text()
     assert "return (f - 32) * 5 / 9" in text and "+ 1" not in text  # the wrong candidate never reached the disk
     assert 'def c_to_f(c):\n    """Convert."""\n    return c * 9 / 5 + 32' in text  # the rest of the module kept
-    # the last artifact.produced is the file as it is on disk
-    last = events(out, "artifact.produced")[-1]
-    assert last["artifacts"][0]["sha256"] == "sha256:" + hashlib.sha256((workspace / "temp.py").read_bytes()).hexdigest()
+    produced = events(out, "artifact.produced")
+    assert len(produced) == 1 and produced[0]["artifacts"][0]["sha256"] == \
+        "sha256:" + hashlib.sha256((workspace / "temp.py").read_bytes()).hexdigest()
     rows = _rows(rec)
-    first, second = rows[1]["request"], rows[2]["request"]
+    assert len(rows) == 2  # no JSON answer was asked for
+    first, second = rows[0]["request"], rows[1]["request"]
     # first candidate: the body shown with what it returns, at the default temperature
     assert "Module temp.py, as it is now:" in first["messages"][1]["content"]
     assert "- f_to_c(212) returned 194.22222222222223" in first["messages"][1]["content"]
@@ -55,34 +59,55 @@ def test_a_wrong_function_is_asked_for_alone_and_the_candidate_that_holds_is_wri
     user = second["messages"][1]["content"]
     assert second["temperature"] == 0.8
     assert 'Module temp.py, with the body of `f_to_c` left out:' in user
-    assert '    """Convert back."""\n    ...\n' in user and "f - 32 * (5 / 9)" not in user
+    assert '    """Convert back."""\n    ...\n' in user and "f - 32 * 5 / 9\n" not in user.split("Tried before")[0]
     assert "Tried before, and wrong:" in user and "- f_to_c(212) returned 195.22222222222223; the goal says 100.0" in user
 
 
-def test_no_candidate_that_holds_leaves_the_answer_and_reports_the_examples(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_when_no_candidate_holds_the_usual_answer_is_asked_for(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "temp.py").write_text(BUGGY)
     prose = "The function looks right to me."
     agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", "--example-tries", "2",
-                  replies=[QUOTED_BACK, WRONG, prose])
+                  replies=[WRONG, prose, QUOTED_BACK])
     out = agent.run(make_command("implement", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and "rewritten_for_examples" not in done["payload"]
-    assert done["payload"]["goal_examples"]["held"] == 0
+    assert done["payload"]["answer_via"] == "json" and done["payload"]["goal_examples"]["held"] == 0
     assert "f - 32 * (5 / 9)" in (workspace / "temp.py").read_text()
     warns = [m for m in out if m.get("kind") == "log" and m.get("level") == "warn"]
     assert any("no version of f_to_c made the goal's examples hold" in e["message"] for e in warns)
 
 
-def test_without_a_valid_answer_the_function_alone_still_does_the_task(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_function_whose_examples_fail_after_the_answer_is_asked_for_alone(spawn, workspace: Path,
+                                                                               tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # new-stats under real lorch: the 1.5B's mean divided by zero for [], the goal says ValueError
+    (workspace / "mathutil.py").write_text("def mean(v):\n    return 0\n")  # another module's mean is not touched
+    goal = {"goal": "Create stats.py with mean(values): mean([1, 2, 3, 4]) == 2.5, and mean([]) raises ValueError."}
+    answer = json.dumps({"summary": "stats", "files": [{"path": "stats.py",
+                                                        "content": "def mean(values):\n    return sum(values) / len(values)\n"}]})
+    raising = ("```python\ndef mean(values):\n    # empty: ValueError\n    if not values:\n"
+               "        raise ValueError('mean of nothing')\n    return sum(values) / len(values)\n```")
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[answer, raising])
+    done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
+    assert done["payload"]["answer_via"] == "json" and done["payload"]["rewritten_for_examples"] == ["mean"]
+    assert done["payload"]["goal_examples"] == {"held": 2, "of": 2, "failed": []}
+    assert "raise ValueError('mean of nothing')" in (workspace / "stats.py").read_text()
+    assert (workspace / "mathutil.py").read_text() == "def mean(v):\n    return 0\n"
+    asked = _rows(rec)[1]["request"]["messages"][1]["content"]
+    assert "Each of these must hold:\n- mean([1, 2, 3, 4]) == 2.5\n- mean([]) raises ValueError" in asked
+    assert "- mean([]) returned ZeroDivisionError: division by zero" in asked
+
+
+def test_without_a_valid_answer_to_the_review_the_function_alone_still_does_it(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # run Y of the 1.5B: three invalid answers, then invalid_model_response, the task lost
     (workspace / "temp.py").write_text(BUGGY)
     bad = json.dumps({"summary": "x", "files": ["temp.py"]})
     agent = spawn("builder", "--test-command", "true", "--max-repairs", "1", replies=[bad, bad, RIGHT])
-    out = agent.run(make_command("implement", inputs=GOAL))
+    out = agent.run(make_command("implement_changes", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "examples"
     assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
-    assert done["payload"]["summary"].startswith("Rewrote f_to_c so that the goal's examples hold")
+    assert done["payload"]["summary"].startswith("Rewrote f_to_c so that the goal's examples hold (no valid whole")
     assert "return (f - 32) * 5 / 9" in (workspace / "temp.py").read_text()
 
 
@@ -90,7 +115,7 @@ def test_a_candidate_that_breaks_on_import_or_raises_is_judged_wrong_and_not_wri
     (workspace / "temp.py").write_text(BUGGY)
     raises = "```python\ndef f_to_c(f):\n    raise SystemExit(0)\n```"
     imports = "```python\nimport no_such_module_here\n\ndef f_to_c(f):\n    return (f - 32) * 5 / 9\n```"
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[QUOTED_BACK, raises, imports, RIGHT])
+    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[raises, imports, RIGHT])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
     text = (workspace / "temp.py").read_text()
@@ -115,19 +140,3 @@ def test_the_reply_gives_its_function_and_imports_not_the_neighbours_it_wrote_ag
     assert function_from_reply("```python\ndef f_to_c(f):\n  return (f", "f_to_c") is None  # cut off: no parse
     assert function_from_reply("    def f_to_c(f):\n        return f\n", "f_to_c") == "def f_to_c(f):\n    return f\n"
 
-
-def test_a_function_that_must_raise_is_rewritten_until_it_does(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    (workspace / "stats.py").write_text("def mean(values):\n    return sum(values) / len(values)\n")
-    goal = {"goal": "Make mean in stats.py strict: mean([]) raises ValueError, and mean([1, 2]) == 1.5 still."}
-    same = json.dumps({"summary": "ok", "no_changes_reason": "mean already works"})
-    raising = ("```python\ndef mean(values):\n    # empty: ValueError\n    if not values:\n"
-               "        raise ValueError('mean of nothing')\n    return sum(values) / len(values)\n```")
-    rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[same, raising])
-    done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
-    assert done["payload"]["rewritten_for_examples"] == ["mean"]
-    assert done["payload"]["goal_examples"] == {"held": 2, "of": 2, "failed": []}
-    assert "raise ValueError('mean of nothing')" in (workspace / "stats.py").read_text()
-    asked = _rows(rec)[1]["request"]["messages"][1]["content"]
-    assert "Each of these must hold:\n- mean([1, 2]) == 1.5\n- mean([]) raises ValueError" in asked
-    assert "- mean([]) returned ZeroDivisionError: division by zero" in asked
