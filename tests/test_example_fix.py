@@ -140,3 +140,46 @@ def test_the_reply_gives_its_function_and_imports_not_the_neighbours_it_wrote_ag
     assert function_from_reply("```python\ndef f_to_c(f):\n  return (f", "f_to_c") is None  # cut off: no parse
     assert function_from_reply("    def f_to_c(f):\n        return f\n", "f_to_c") == "def f_to_c(f):\n    return f\n"
 
+
+
+def test_a_new_module_the_examples_define_is_written_function_by_function(spawn, workspace: Path,
+                                                                         tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    goal = {"goal": "Create a new module stats.py with mean(values) and median(values); both raise ValueError for "
+                    "an empty list. Example: mean([1, 2, 3, 4]) == 2.5, median([3, 1, 2]) == 2, "
+                    "median([4, 1, 3, 2]) == 2.5, mean([]) raises ValueError."}
+    mean = ("```python\ndef mean(values):\n    # sum over count\n    if not values:\n        raise ValueError('empty')\n"
+            "    return sum(values) / len(values)\n```")
+    median_wrong = "```python\ndef median(values):\n    return sorted(values)[len(values) // 2]\n```"
+    median = ("```python\ndef median(values):\n    # middle of the sorted values\n    s = sorted(values)\n"
+              "    n = len(s)\n    return s[n // 2] if n % 2 else mean(s[n // 2 - 1:n // 2 + 1])\n```")
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[mean, median_wrong, median])
+    out = agent.run(make_command("implement", inputs=goal))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["answer_via"] == "examples"
+    assert done["payload"]["rewritten_for_examples"] == ["mean", "median"]
+    assert done["payload"]["summary"].startswith("Wrote stats.py with mean, median so that the goal's examples hold")
+    assert done["payload"]["goal_examples"] == {"held": 4, "of": 4, "failed": []}
+    text = (workspace / "stats.py").read_text()
+    assert "raise ValueError('empty')" in text and "mean(s[n // 2 - 1:n // 2 + 1])" in text
+    assert "sorted(values)[len(values) // 2]" not in text
+    assert oct((workspace / "stats.py").stat().st_mode & 0o777) == "0o600"  # a file the agent creates
+    rows = _rows(rec)
+    assert len(rows) == 3
+    first = rows[0]["request"]["messages"][1]["content"]
+    assert "Module stats.py does not exist yet." in first and "Write `def mean(values):`" in first
+    assert "Each of these must hold:\n- mean([1, 2, 3, 4]) == 2.5\n- mean([]) raises ValueError" in first
+    second = rows[1]["request"]["messages"][1]["content"]
+    assert "Module stats.py, so far (each function checked against the goal's examples):" in second
+    assert "raise ValueError('empty')" in second and "Write `def median(values):`" in second
+
+
+def test_a_goal_that_calls_more_than_its_examples_or_names_no_new_file_gets_the_usual_answer(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    answer = json.dumps({"summary": "fizz", "files": [{"path": "fizz.py", "content": "def fizz(n):\n    return 'Fizz'\n"}]})
+    for n, goal in enumerate(("Create fizz.py with fizz(n) and buzz(n); fizz(3) == 'Fizz'.",  # buzz: no example
+                              "Write fizz(n); fizz(3) == 'Fizz'.")):  # no file named
+        (workspace / "fizz.py").unlink(missing_ok=True)
+        agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[answer])
+        done = events(agent.run(make_command("implement", task_id=f"T-{n}", inputs={"goal": goal})),
+                      "builder.completed")[-1]
+        assert done["payload"]["answer_via"] == "json", goal

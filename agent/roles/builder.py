@@ -8,6 +8,7 @@ listing of the project's own files (never lorch's bookkeeping).
 
 from __future__ import annotations
 
+import builtins
 import copy
 import re
 from typing import Any
@@ -32,12 +33,13 @@ from agent.roles.changes import (
     PROSE_SUFFIXES,
     FileWrite,
     check_change_entries,
+    is_test_path,
     named_definitions,
     planned_writes,
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.example_fix import fix_from_examples
+from agent.roles.example_fix import fix_from_examples, new_module_from_examples
 from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples, said
 from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
@@ -332,6 +334,26 @@ def _by_examples(ctx: CommandContext, examples: list[Example],
     return fix_from_examples(ctx, examples, checked, ctx.settings.example_tries)
 
 
+def _a_module_the_examples_define(ctx: CommandContext, examples: list[Example], now: list[dict[str, Any]]) -> str | None:
+    """The one new `.py` file an `implement` asks for, when the goal's examples call functions no module
+    has yet and the goal calls no other function: its functions are asked for one by one, each checked
+    against its examples. None otherwise.
+
+    Measured (1.5B, fizzbuzz asked for alone with its example): "FizzBuzz" handled in 3 of 3 samples;
+    in the JSON answer under real lorch it was missed in about one run of four.
+    """
+    if ctx.cmd.action != "implement" or not examples or ctx.settings.example_tries <= 0 \
+            or any(r.get("path") for r in now):
+        return None
+    text = " ".join(strings_in(ctx.cmd.inputs))
+    named = [p for p in dict.fromkeys(re.findall(r"[\w./-]+\.py\b", text))
+             if not is_test_path(p) and not ctx.workspace.exists(p)]
+    called = set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\(", text)) - set(dir(builtins))
+    if len(named) != 1 or not called <= {e.name for e in examples} or len(called) > 3:
+        return None
+    return str(named[0])
+
+
 def _a_fix_the_examples_define(ctx: CommandContext, now: list[dict[str, Any]]) -> bool:
     """An `implement` whose goal gives examples, some failing on the code as it is, all of functions the
     project already has: a bug fix the examples define, so the functions are asked for alone first.
@@ -383,10 +405,16 @@ def handle(ctx: CommandContext) -> Outcome:
     spec = AnswerSpec("builder", "planning", _rules(ctx, examples), _prepare, _salvage(ctx), guard_answer=False,
                       narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True))
     ledger = TestLedger(ctx)
-    first, rewritten = _by_examples(ctx, examples, now) if _a_fix_the_examples_define(ctx, now) else ([], [])
-    fixing = bool(rewritten) or _a_fix_the_examples_define(ctx, now)  # asked once per command, not again below
+    module = _a_module_the_examples_define(ctx, examples, now)
+    fixing = _a_fix_the_examples_define(ctx, now) or module is not None  # asked once per command, not again below
+    if module is not None:
+        first, rewritten = new_module_from_examples(ctx, examples, module, ctx.settings.example_tries)
+        verb = f"Wrote {module} with"
+    else:
+        first, rewritten = _by_examples(ctx, examples, now) if fixing else ([], [])
+        verb = "Rewrote"
     if first:
-        answer = Answer({"summary": f"Rewrote {', '.join(rewritten)} so that the goal's examples hold: "
+        answer = Answer({"summary": f"{verb} {', '.join(rewritten)} so that the goal's examples hold: "
                                     + "; ".join(e.claim for e in examples)[:400]}, "examples", 0, form="function")
     else:
         ctx.progress("asking the model for a plan", stage="planning", progress=0.1)

@@ -33,7 +33,7 @@ from agent.roles.goal_examples import Example, run_examples, said
 from agent.roles.prompting import read_project_text
 from agent.roles.py_merge import merge_definitions
 
-__all__ = ["fix_from_examples", "function_from_reply"]
+__all__ = ["fix_from_examples", "new_module_from_examples", "function_from_reply"]
 
 _SYSTEM = ("You are a careful Python programmer. Reply with one ```python code block holding only the "
            "function asked for, then nothing else.")
@@ -70,20 +70,37 @@ def fix_from_examples(ctx: CommandContext, examples: list[Example], results: lis
             for path, text in sources.items()], fixed
 
 
+def new_module_from_examples(ctx: CommandContext, examples: list[Example], path: str,
+                             tries: int) -> tuple[list[FileWrite], list[str]]:
+    """A new module `path` made of the functions the examples call, each asked for alone and judged by
+    its own examples; ([], []) unless every one of them holds."""
+    source = ""
+    names = list(dict.fromkeys(e.name for e in examples))[:_MAX_FUNCTIONS + 1]
+    for name in names:
+        own = [e for e in examples if e.name == name]
+        made = _one_function(ctx, name, path, source, own, [], tries, new=True)
+        if made is None:
+            return [], []
+        source = made
+    return [FileWrite(path, source, "goal examples", [f"{', '.join(names)} written so that the goal's examples hold"])], names
+
+
 def _one_function(ctx: CommandContext, name: str, path: str, source: str, examples: list[Example],
-                  failed: list[dict[str, Any]], tries: int) -> str | None:
-    """The module with `name` replaced by the first candidate under which its examples hold, or None."""
+                  failed: list[dict[str, Any]], tries: int, new: bool = False) -> str | None:
+    """The module with `name` replaced by (or, `new`, given) the first candidate under which its examples
+    hold, or None."""
     model = ctx.require_model()
     others = _top_names(source) - {name}  # a neighbour written out again is not merged over the file's own
     tried: list[tuple[str, list[dict[str, Any]]]] = []
     for attempt in range(1, tries + 1):
         if ctx.seconds_left() < 20:
             break
-        user = _prompt(ctx, name, path, source, examples, failed, tried, show_body=attempt == 1)
+        user = _prompt(ctx, name, path, source, examples, failed, tried, show_body=attempt == 1, new=new)
         request = ModelRequest(messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
                                task_type="planning", role="builder", deadline=ctx.deadline, max_tokens=_MAX_TOKENS,
                                temperature=0.2 if attempt == 1 else _WIDER)
-        ctx.progress(f"the goal's examples of {name} fail; asking for {name} alone ({attempt} of {tries})",
+        ctx.progress(f"asking for {name} alone, to be checked against the goal's examples ({attempt} of {tries})"
+                     if new else f"the goal's examples of {name} fail; asking for {name} alone ({attempt} of {tries})",
                      stage="implementing", progress=0.7)
         try:
             reply = model.complete(request)
@@ -108,8 +125,8 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
         ctx.audit.record("example_fix", task_id=ctx.cmd.task_id, function=name, attempt=attempt, held=held,
                          results=[{k: r[k] for k in ("call", "got", "held")} for r in ran])
         if held:
-            ctx.log("info", f"{name} rewritten: the goal's examples hold", path=path, attempt=attempt,
-                    examples=len(ran))
+            ctx.log("info", f"{name} {'written' if new else 'rewritten'}: the goal's examples hold", path=path,
+                    attempt=attempt, examples=len(ran))
             return merged[0]
         tried.append((fragment or "", ran))
     ctx.log("warn", f"no version of {name} made the goal's examples hold", path=path, tried=len(tried))
@@ -149,29 +166,53 @@ def function_from_reply(text: str, name: str, skip: Collection[str] = ()) -> str
 
 
 def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: list[Example],
-            failed: list[dict[str, Any]], tried: list[tuple[str, list[dict[str, Any]]]], show_body: bool) -> str:
+            failed: list[dict[str, Any]], tried: list[tuple[str, list[dict[str, Any]]]], show_body: bool,
+            new: bool = False) -> str:
     from agent.roles.spec_maintainer import find_spec
 
-    shown, signature = _module_view(source, name, show_body)
-    how = "as it is now" if show_body else f"with the body of `{name}` left out"
-    parts = [f"Module {path}, {how}:\n```python\n{shown}\n```"]
+    goal = " ".join(strings_in(ctx.cmd.inputs))[:_GOAL_CHARS]
+    if new:
+        signature = f"def {name}({_parameters(goal, name, examples)}):"
+        parts = [f"Module {path}, so far (each function checked against the goal's examples):\n```python\n"
+                 f"{source.strip()}\n```" if source.strip() else f"Module {path} does not exist yet."]
+    else:
+        shown, signature = _module_view(source, name, show_body)
+        how = "as it is now" if show_body else f"with the body of `{name}` left out"
+        parts = [f"Module {path}, {how}:\n```python\n{shown}\n```"]
     spec = find_spec(ctx)
     text = read_project_text(ctx, spec) if spec else None
     if text and name in text:
         parts.append(f"The spec ({spec}) says:\n{text[:_SPEC_CHARS]}")
-    goal = " ".join(strings_in(ctx.cmd.inputs))[:_GOAL_CHARS]
     parts.append(f"The goal: {goal}")
     parts.append("Each of these must hold:\n" + "\n".join(f"- {e.claim}" for e in examples))
-    if show_body:
+    if show_body and failed and not new:
         parts.append("Run on the code as it is now:\n" + "\n".join(f"- {r['call']} returned {r['got']}"
                                                                    for r in failed))
     for fragment, ran in tried[-2:]:
         parts.append(f"Tried before, and wrong:\n```python\n{fragment.strip()}\n```\n" + "\n".join(
             f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}" for r in ran if not r["held"]))
-    parts.append(f"Write `{signature}` with its body so that each example holds. Work out the formula or "
-                 "the steps first, in one short comment line inside the function. Keep everything else "
-                 "the function does that the goal does not ask to change.")
+    if new:
+        parts.append(f"Write `{signature}` with its body so that it does each thing the goal says of it and each "
+                     "example holds. Work out the steps first, in one short comment line inside the function.")
+    else:
+        parts.append(f"Write `{signature}` with its body so that each example holds. Work out the formula or "
+                     "the steps first, in one short comment line inside the function. Keep everything else "
+                     "the function does that the goal does not ask to change.")
     return "\n\n".join(parts)
+
+
+def _parameters(goal: str, name: str, examples: list[Example]) -> str:
+    """The parameters the goal writes for `name` (`mean(values)` -> `values`), else `x`, `y`... by the
+    examples' argument count."""
+    for m in re.finditer(rf"\b{re.escape(name)}\(([^()]*)\)", goal):
+        params = [p.strip() for p in m.group(1).split(",") if p.strip()]
+        if params and all(re.fullmatch(r"[A-Za-z_]\w*(\s*=\s*[^,]+)?", p) for p in params):
+            return ", ".join(params)
+    try:
+        count = len(ast.literal_eval(f"({examples[0].args},)")) if examples and examples[0].args else 0
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        count = 1
+    return ", ".join("xyzuvw"[i] for i in range(min(count, 6)))
 
 
 def _module_view(source: str, name: str, show_body: bool) -> tuple[str, str]:

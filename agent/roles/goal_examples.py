@@ -125,14 +125,14 @@ def examples_of(ctx: CommandContext) -> list[Example]:
     return examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
 
 
-def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]:
+def _modules(ctx: CommandContext, names: set[str], instead: dict[str, str]) -> dict[str, tuple[str, int]]:
     """name -> (the workspace file defining it at top level, the line of its def): the one file, or
-    the one of several that the command's inputs name."""
+    the one of several that the command's inputs name. `instead`: sources in place of (or beside) files."""
     where: dict[str, list[tuple[str, int]]] = {}
-    for rel in project_files(ctx.workspace, 2000):
+    for rel in dict.fromkeys([*project_files(ctx.workspace, 2000), *instead]):
         if not rel.endswith(".py") or is_test_path(rel):
             continue
-        source = read_project_text(ctx, rel)
+        source = instead[rel] if rel in instead else read_project_text(ctx, rel)
         if not source or not any(f"def {n}(" in source for n in names):
             continue  # run after every repair: parse only the files that can hold the functions
         try:
@@ -164,7 +164,7 @@ def run_examples(ctx: CommandContext, examples: list[Example],
     path to source run in place of its file: a candidate judged before anything is written."""
     if not examples:
         return []
-    modules = _modules(ctx, {e.name for e in examples})
+    modules = _modules(ctx, {e.name for e in examples}, instead or {})
     results: list[dict[str, Any]] = []
     runnable = []
     for e in examples:
