@@ -201,7 +201,7 @@ class _Loop:
     """State of one command's asking: the form, the conversation, what was rejected so far."""
 
     def __init__(self, ctx: CommandContext, spec: AnswerSpec, user: str) -> None:
-        from agent.roles.prompting import messages_for
+        from agent.roles.prompting import example_answer, messages_for
 
         self.ctx = ctx
         self.spec = spec
@@ -209,6 +209,8 @@ class _Loop:
         ctx.audit.record("answer_form", task_id=ctx.cmd.task_id, role=spec.role, form=self.form.name,
                          schema=self.form.schema, grammar=self.form.grammar is not None, reason=self.form.reason)
         self.messages = messages_for(ctx, user, self.form.name)
+        self.example = example_answer(self.messages)  # still checked for copies after a start over drops it
+        self.task = user  # the task's own text: repair notes quoting a copied line are not part of it
         self.max_tokens: int | None = ctx.settings.max_tokens
         self.rejected: list[str] = []
         self.errors: list[str] = []
@@ -301,6 +303,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.candidate = answer
                 loop.candidate_attempt = attempt
                 raise
+            copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
+            if copied is not None:  # valid in form, but about the example (the 0.5B reviewer's every finding)
+                raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
+                                    "project; answer about this task's own files")
         except _ToolRound as round_:
             tool_rounds += 1
             if tool_rounds > ctx.settings.max_tool_rounds:
@@ -338,7 +344,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 # attempt; the JSON answer, held by its schema, is the form it finishes.
                 if loop.switch_to_json("the plan repeated itself until it was cut off"):
                     message += " Answer with the JSON object only."
-            copied = copied_example_line(loop.messages, reply.text)
+            copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
             if copied is not None:
                 # Repairing an answer about the example gets it again: start over without it at once.
                 ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])

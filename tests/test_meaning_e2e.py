@@ -375,3 +375,21 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and '"""' not in (workspace / "temp.py").read_text()
+
+
+def test_a_valid_review_that_repeats_the_worked_example_is_sent_back_even_after_a_start_over(
+        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    # Qwen2.5-Coder-0.5B under real lorch: every round's finding was the example's own comment
+    copy = {"status": "changes_requested", "summary": "op5's text does not match the goal",
+            "findings": [{"path": "stack.py", "comment": "return f\"Hello, {name}!\" as the goal says"}]}
+    own = {"status": "approved", "summary": "op5 returns 5 as the goal says", "findings": []}
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("reviewer", "--record", str(rec), replies=[json.dumps(copy), json.dumps(copy), json.dumps(own)])
+    done = events(agent.run(make_command("review", inputs={"goal": "op5 in stack.py returns 5"})), "review.completed")[-1]
+    assert done["status"] == "approved"
+    sent = _requests(rec)
+    assert [m["role"] for m in sent[1]] == ["system", "user"]  # started over without the example ...
+    assert "the answer repeats the worked example" in sent[2][-1]["content"]  # ... and still checked against it
+    audit = _audit(workspace)
+    assert len([a for a in audit if a.get("event") == "answer_copied_example"]) == 2

@@ -16,7 +16,7 @@ from agent.prompt import PromptBuilder
 from agent.resources import prompt_text, schema_dir
 from agent.roles.context import CommandContext
 
-__all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
+__all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "example_answer", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
            "small_project_files", "quote_feedback", "quote_json", "report_cuts"]
 
 _EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -101,18 +101,31 @@ _LUA_STRING = re.compile(r"'([^'\n]*)'|\[\[(.*?)\]\]", re.S)
 _MIN_COPIED = 10  # shorter lines ("return x", "}") are common to any code
 
 
-def copied_example_line(messages: list[dict[str, str]], reply: str) -> str | None:
-    """A line of the worked example's answer that `reply` repeats although this task does not hold
-    it, or None. Qwen2.5-Coder-0.5B answered every first request with the example's own `old` text
-    (`return "1.0"`) and code (`Hello, {name}!`): such an answer is about the example, not the task.
-    """
+def example_answer(messages: list[dict[str, str]]) -> str | None:
+    """The worked example's answer in the conversation, or None."""
     example = None
     for i, m in enumerate(messages[:-1]):
         if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK) and messages[i + 1]["role"] == "assistant":
             example = messages[i + 1]["content"]
+    return example
+
+
+def copied_example_line(messages: list[dict[str, str]], reply: str, example: str | None = None,
+                        task: str | None = None) -> str | None:
+    """A line of the worked example's answer that `reply` repeats although this task does not hold
+    it, or None. Qwen2.5-Coder-0.5B answered every first request with the example's own `old` text
+    (`return "1.0"`) and code (`Hello, {name}!`): such an answer is about the example, not the task.
+    `example`: the example's answer when the conversation no longer holds it (after a start over the
+    0.5B reviewer still cited `return f"Hello, {name}!"` in every round, and it was taken).
+    A repeated line needs two words at least: `changes_requested` or `hello.py` alone says nothing
+    (every rejected review was taken for a copy of the example's status).
+    `task`: the task's own text, when later turns quote the copied line back in a repair note.
+    """
+    example = example_answer(messages) or example
     if example is None:
         return None
-    task = "\n".join(m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(EXAMPLE_MARK))
+    task = task if task is not None else "\n".join(
+        m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(EXAMPLE_MARK))
     try:
         texts = _strings(json.loads(example))
     except ValueError:  # a Lua plan: its string literals (its code is an idiom worth copying)
@@ -120,7 +133,7 @@ def copied_example_line(messages: list[dict[str, str]], reply: str) -> str | Non
     for text in texts:
         for line in text.splitlines():
             line = line.strip()
-            if len(line) < _MIN_COPIED or line.startswith("```") or line in task:
+            if len(line) < _MIN_COPIED or line.startswith("```") or line in task or len(line.split()) < 2:
                 continue
             if line in reply or json.dumps(line, ensure_ascii=False)[1:-1] in reply:
                 return line
