@@ -162,6 +162,7 @@ def test_a_new_module_the_examples_define_is_written_function_by_function(spawn,
     assert done["payload"]["goal_examples"] == {"held": 4, "of": 4, "failed": []}
     text = (workspace / "stats.py").read_text()
     assert "raise ValueError('empty')" in text and "mean(s[n // 2 - 1:n // 2 + 1])" in text
+    assert text.startswith("def mean(values):")  # no blank lines before the first definition
     assert "sorted(values)[len(values) // 2]" not in text
     assert oct((workspace / "stats.py").stat().st_mode & 0o777) == "0o600"  # a file the agent creates
     rows = _rows(rec)

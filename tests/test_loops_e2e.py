@@ -145,3 +145,18 @@ def test_changes_requested_without_saying_which_takes_the_summary(spawn, workspa
     out = spawn("spec_maintainer", replies=[vague]).run(make_command("update_spec"))
     done = events(out, "spec.changes_requested")[-1]["payload"]
     assert done["required_changes"] == ["fizzbuzz(15) must return FizzBuzz"]
+
+
+def test_changes_requested_that_only_report_the_maintainers_own_edits_need_no_builder(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B under real lorch, fix-temperature: ["Inputs and Changelog updated"] for right
+    # code, twice, each round an implement_changes and a review more
+    (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nconvert\n\n## Changelog\n- 0.1\n")
+    own = json.dumps({"status": "changes_requested", "summary": "Inputs and Changelog updated",
+                      "required_changes": ["Inputs and Changelog updated"],
+                      "section_edits": [{"section": "Inputs", "content": "x"},
+                                        {"section": "Changelog", "content": "- 0.1\n- 0.2: fixed"}]})
+    out = spawn("spec_maintainer", replies=[own, own, own]).run(make_command("update_spec"))
+    assert events(out, "spec.updated") and not events(out, "spec.changes_requested")
+    assert "- 0.2: fixed" in (workspace / "SPEC.md").read_text()
+    notes = json.loads((workspace / "spec_notes" / "T-0001.json").read_text())
+    assert notes["status"] == "updated" and notes["required_changes"] == []

@@ -82,7 +82,8 @@ def new_module_from_examples(ctx: CommandContext, examples: list[Example], path:
         if made is None:
             return [], []
         source = made
-    return [FileWrite(path, source, "goal examples", [f"{', '.join(names)} written so that the goal's examples hold"])], names
+    return [FileWrite(path, source.lstrip("\n"), "goal examples",
+                      [f"{', '.join(names)} written so that the goal's examples hold"])], names
 
 
 def _one_function(ctx: CommandContext, name: str, path: str, source: str, examples: list[Example],

@@ -19,7 +19,7 @@ from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.loops import current_round, end_loop
-from agent.roles.prompting import quote_feedback, quote_files, quote_json, report_cuts
+from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
 from agent.roles.reviewer import builder_files
 from agent.workspace import sanitize_id
 
@@ -92,14 +92,31 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
 _BARE_PATH = re.compile(r"\.?/?[\w./-]+\.\w{1,5}")
 
 
-def _nothing_for_the_builder(changes: list[Any]) -> bool:
-    """Required changes that only name spec sections ("status", "changelog", ...), the maintainer's
-    own work, or files ("fizzbuzz.py"): nothing the builder could act on. Measured (1.5B under real
-    lorch, new-fizzbuzz): `required_changes: ["fizzbuzz.py"]` for code that passed the check, in
-    all four rounds, until the spec loop's bound failed the run."""
-    return bool(changes) and all(isinstance(c, str) and (_canonical(c.replace("_", " ")) is not None
-                                                         or _BARE_PATH.fullmatch(c.strip()) is not None)
-                                 for c in changes)
+# Words that say nothing about code: "Inputs and Changelog updated" is the maintainer's own work.
+_FILLER = frozenset("a an and the of in to with for on section sections spec heading headings updated update "
+                    "updates edited edit added add entry entries note notes new is are was were has have been "
+                    "be needs need needed & + , .".split())
+_PROMPT_HEADINGS = ("inputs", "goal", "files", "task")  # headings of the maintainer's prompt, cited as sections
+
+
+def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = ()) -> bool:
+    """Required changes that only name spec sections ("status", "changelog", the spec's own headings,
+    the prompt's "Inputs"), the maintainer's own work ("updated", "added"), or files ("fizzbuzz.py"):
+    nothing the builder could act on. Measured (1.5B under real lorch): `required_changes:
+    ["fizzbuzz.py"]` for code that passed the check, in all four rounds, until the spec loop's bound
+    failed the run; ["Inputs and Changelog updated"] for a right fahrenheit_to_celsius, twice, each
+    costing an implement_changes and a review."""
+    names = sorted({*(a.lower() for a in ALLOWED_SECTIONS), *(h.lower() for h in headings), *_PROMPT_HEADINGS,
+                    "open_questions"}, key=len, reverse=True)
+
+    def bookkeeping(change: str) -> bool:
+        text = change.replace("_", " ").lower()
+        for name in names:  # longest first: "open questions" before "questions"
+            text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", " ", text)
+        text = _BARE_PATH.sub(" ", text)
+        return all(w in _FILLER for w in re.findall(r"[\w&+]+|[,.]", text))
+
+    return bool(changes) and all(isinstance(c, str) and bookkeeping(c) for c in changes)
 
 
 class _Answers:
@@ -115,6 +132,8 @@ class _Answers:
     def __init__(self, ctx: CommandContext, spec: str | None) -> None:
         self.ctx = ctx
         self.spec = spec
+        text = read_project_text(ctx, spec) if spec else None
+        self.headings = tuple(m.group(2) for line in (text or "").splitlines() if (m := _HEADING.match(line)))
         self.with_edits: dict[str, Any] | None = None  # the last answer with at least one allowed edit
 
     def check(self, answer: dict[str, Any]) -> None:
@@ -124,7 +143,8 @@ class _Answers:
                                     "(no_changes_needed or changes_requested)")
         if self.spec is not None and any(edit_error(e) is None for e in edits):
             self.with_edits = answer
-        if answer.get("status") == "changes_requested" and _nothing_for_the_builder(answer.get("required_changes") or []):
+        if answer.get("status") == "changes_requested" and _nothing_for_the_builder(answer.get("required_changes") or [],
+                                                                                    self.headings):
             raise InvalidAnswer(
                 "required_changes name only spec sections or files (" + ", ".join(answer["required_changes"][:6]) +
                 "): sections are yours to edit, and a file name says nothing the builder can do. If the code "
@@ -134,11 +154,13 @@ class _Answers:
         check_edits(answer)
 
     def salvage(self, answer: dict[str, Any]) -> dict[str, Any] | None:
-        if _nothing_for_the_builder(answer.get("required_changes") or []) or not answer.get("section_edits"):
+        if _nothing_for_the_builder(answer.get("required_changes") or [], self.headings) \
+                or not answer.get("section_edits"):
             if self.with_edits is not None and answer is not self.with_edits:
                 self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
                 answer = self.with_edits
-            elif answer.get("status") == "changes_requested":
+            elif answer.get("status") == "changes_requested" and (self.spec is None or not any(
+                    edit_error(e) is None for e in answer.get("section_edits") or [])):
                 self.ctx.log("info", "spec: changes requested of the spec's own sections or of bare file "
                              "names only, taken as no_changes_needed")
                 return {**answer, "status": "no_changes_needed", "required_changes": []}
@@ -147,6 +169,10 @@ class _Answers:
         dropped = [str(e["section"]) for e in edits if e not in kept]
         self.ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
         out = {**answer, "section_edits": kept}
+        if out["status"] == "changes_requested" and _nothing_for_the_builder(out.get("required_changes") or [],
+                                                                             self.headings):
+            self.ctx.log("info", "spec: changes requested of the spec's own sections only; none sent to the builder")
+            out.update(status="updated" if kept else "no_changes_needed", required_changes=[])
         if not kept:
             out.pop("section_edits")
             if out["status"] == "updated":
