@@ -149,3 +149,33 @@ def test_an_example_that_must_raise_holds_only_for_that_exception_or_a_subclass(
     assert report["held"] == 2 and report["of"] == 4  # mean([2, 4]) and first([]) (IndexError is a LookupError)
     assert [(r["call"], r["got"].split(":")[0]) for r in report["failed"]] == [("mean([])", "ZeroDivisionError"),
                                                                                ("pick([])", "IndexError")]
+
+
+def test_a_review_that_only_restates_the_goal_while_its_examples_hold_is_sent_back_then_taken_as_approval(
+        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B under real lorch, fix-palindrome: the goal said again as the finding, every round
+    (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
+    again = json.dumps({"status": "changes_requested", "summary": "fix it", "findings": [
+        {"path": "temp.py", "line": 1, "comment": "Fix f_to_c in temp.py: f_to_c(212) must return 100.0 and "
+                                                  "f_to_c(32) must return 0.0"}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("reviewer", "--record", str(rec), "--test-command", "true", "--max-repairs", "1",
+                  replies=[again, again])
+    out = agent.run(make_command("review", inputs=GOAL))
+    done = events(out, "review.completed")[-1]
+    assert done["status"] == "approved" and done["payload"]["findings"] == []
+    assert done["payload"]["summary"].startswith("The goal's 2 examples hold; the review's findings only restated")
+    assert "each finding only says the goal again; the agent ran the goal's own examples on this code and each " \
+           "holds (f_to_c(212); f_to_c(32))" in _requests(rec)[1]
+    warns = [m for m in out if m.get("kind") == "log" and m.get("level") == "warn"]
+    assert any("only restate the goal" in m["message"] for m in warns)
+    # a concrete finding (an input of its own) stands, and so does any finding while an example fails
+    concrete = json.dumps({"status": "changes_requested", "summary": "s", "findings": [
+        {"path": "temp.py", "line": 1, "comment": "f_to_c(-40) must return -40.0"}]})
+    agent = spawn("reviewer", "--test-command", "true", replies=[concrete])
+    assert events(agent.run(make_command("review", task_id="T-2", inputs=GOAL)), "review.completed")[-1]["status"] \
+        == "changes_requested"
+    (workspace / "temp.py").write_text(BUGGY)
+    agent = spawn("reviewer", "--test-command", "true", replies=[again])
+    assert events(agent.run(make_command("review", task_id="T-3", inputs=GOAL)), "review.completed")[-1]["status"] \
+        == "changes_requested"
