@@ -108,18 +108,41 @@ def test_a_wrong_test_that_came_with_right_code_is_taken_out_by_default(spawn, w
     assert "goal_test" not in done["payload"] and done["payload"]["usage"]["calls"] == 3
 
 
-def test_when_the_old_tests_fail_too_nothing_is_taken_out(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_when_the_old_tests_fail_too_the_whole_change_is_withdrawn_if_they_passed_before(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B under real lorch: a right fix, then an implement_changes that broke a neighbour
     _project(workspace)
     broken = CART.replace("self.items.get(name, 0) + n", "n + 1") + "\n" + RIGHT  # add() counts one too many
     both = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": broken},
                                                       {"path": "tests/test_remove.py", "content": GOAL_TEST},
                                                       {"path": "tests/test_cart.py", "content": OLD_TEST + "\n"}]})
     agent = spawn("builder", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
+    out = agent.run(make_command("implement_changes", inputs={"goal": GOAL}))
+    done = events(out, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
+    assert "tests_taken_out" not in done["payload"] and done["payload"]["files"] == []
+    reverted = done["payload"]["changes_reverted"]
+    assert reverted["files"] == ["cart.py", "tests/test_cart.py", "tests/test_remove.py"]
+    assert "failed" in reverted["output_tail"]
+    assert done["payload"]["summary"].startswith("Change withdrawn: it failed the project's tests after the repairs")
+    assert (workspace / "cart.py").read_text() == CART and (workspace / "tests" / "test_cart.py").read_text() == OLD_TEST
+    assert not (workspace / "tests" / "test_remove.py").exists()
+    warns = [m["message"] for m in out if m.get("kind") == "log" and m.get("level") == "warn"]
+    assert any("the change was withdrawn" in w for w in warns)
+
+
+def test_when_the_tests_failed_before_the_change_too_the_failure_stands_as_written(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    (workspace / "tests" / "test_cart.py").write_text(OLD_TEST.replace("{'a': 2}", "{'a': 5}"))  # failing already
+    broken = CART.replace("self.items.get(name, 0) + n", "n + 1") + "\n" + RIGHT
+    both = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": broken},
+                                                      {"path": "tests/test_remove.py", "content": GOAL_TEST}]})
+    agent = spawn("builder", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
     done = events(agent.run(make_command("implement", inputs={"goal": GOAL})), "builder.completed")[-1]
-    assert done["payload"]["tests"]["status"] == "fail" and "tests_taken_out" not in done["payload"]
+    assert done["payload"]["tests"]["status"] == "fail"
+    assert "tests_taken_out" not in done["payload"] and "changes_reverted" not in done["payload"]
     assert (workspace / "tests" / "test_remove.py").read_text() == GOAL_TEST
-    assert (workspace / "tests" / "test_cart.py").read_text() == OLD_TEST + "\n"
-    assert sorted(done["payload"]["files"]) == ["cart.py", "tests/test_cart.py", "tests/test_remove.py"]
+    assert (workspace / "cart.py").read_text() == broken
+    assert sorted(done["payload"]["files"]) == ["cart.py", "tests/test_remove.py"]
 
 
 def test_the_goal_test_cannot_change_code_and_runs_beside_a_test_the_change_brought(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

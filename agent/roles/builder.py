@@ -463,12 +463,17 @@ def handle(ctx: CommandContext) -> Outcome:
         _write_all(ctx, writes, ledger)
         tests = _run_tests(ctx)
         checked = run_examples(ctx, examples)
-    tests, taken_out = ledger.settle(tests, lambda: _run_tests(ctx))
+    tests, taken_out, reverted = ledger.settle(tests, lambda: _run_tests(ctx))
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
                                "answer_form": answer.form}
     if taken_out:
         payload["tests_taken_out"] = taken_out
+    if reverted:
+        payload["changes_reverted"] = reverted
+        payload["summary"] = ("Change withdrawn: it failed the project's tests after the repairs, which pass on the "
+                              "code as it was. The model's summary: " + str(answer.data["summary"])[:300])
+        checked = run_examples(ctx, examples)
     if checked:
         payload["goal_examples"] = {"held": sum(r["held"] for r in checked), "of": len(checked),
                                     "failed": [r for r in checked if not r["held"]]}
