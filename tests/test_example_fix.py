@@ -60,7 +60,9 @@ def test_a_bug_the_examples_define_is_fixed_by_asking_for_the_function_alone(spa
     assert second["temperature"] == 0.8
     assert 'Module temp.py, with the body of `f_to_c` left out:' in user
     assert '    """Convert back."""\n    ...\n' in user and "f - 32 * 5 / 9\n" not in user.split("Tried before")[0]
-    assert "Tried before, and wrong:" in user and "- f_to_c(212) returned 195.22222222222223; the goal says 100.0" in user
+    assert "Earlier answers were wrong (write it anew, differently):\n- f_to_c(212) returned 195.22222222222223; " \
+           "the goal says 100.0" in user
+    assert "+ 1" not in user  # what the wrong candidate returned, not its code (the 0.5B copied its own)
 
 
 def test_when_no_candidate_holds_the_usual_answer_is_asked_for(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
@@ -184,3 +186,15 @@ def test_a_goal_that_calls_more_than_its_examples_or_names_no_new_file_gets_the_
         done = events(agent.run(make_command("implement", task_id=f"T-{n}", inputs={"goal": goal})),
                       "builder.completed")[-1]
         assert done["payload"]["answer_via"] == "json", goal
+
+
+def test_a_one_line_function_is_asked_for_by_its_signature(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the 0.5B's stats.py: `def mean(values): return ...` on one line, asked for as "Write `` ..."
+    (workspace / "temp.py").write_text("def f_to_c(f): return f - 32 * 5 / 9\n")
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
+    done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
+    assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
+    asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
+    assert all("Write `def f_to_c(f):` with its body" in a for a in asked)
+    assert "Module temp.py, with the body of `f_to_c` left out:\n```python\ndef f_to_c(f): ...\n```" in asked[1]

@@ -189,9 +189,12 @@ def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: li
     if show_body and failed and not new:
         parts.append("Run on the code as it is now:\n" + "\n".join(f"- {r['call']} returned {r['got']}"
                                                                    for r in failed))
-    for fragment, ran in tried[-2:]:
-        parts.append(f"Tried before, and wrong:\n```python\n{fragment.strip()}\n```\n" + "\n".join(
-            f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}" for r in ran if not r["held"]))
+    # What earlier candidates returned, not their code: the 0.5B, shown its wrong mean, wrote it
+    # again character for character at 0.8, twice.
+    wrong = list(dict.fromkeys(f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}"
+                               for _, ran in tried for r in ran if not r["held"]))
+    if wrong:
+        parts.append("Earlier answers were wrong (write it anew, differently):\n" + "\n".join(wrong[-6:]))
     if new:
         parts.append(f"Write `{signature}` with its body so that it does each thing the goal says of it and each "
                      "example holds. Work out the steps first, in one short comment line inside the function.")
@@ -232,10 +235,13 @@ def _module_view(source: str, name: str, show_body: bool) -> tuple[str, str]:
     doc = (isinstance(first_body, ast.Expr) and isinstance(first_body.value, ast.Constant)
            and isinstance(first_body.value.value, str))
     keep_to = (first_body.end_lineno or first_body.lineno) if doc else header_end
-    signature = " ".join(line.strip() for line in lines[node.lineno - 1:header_end])
+    # from the syntax tree: a one-line `def f(x): return x` has no header line of its own
+    signature = f"{'async ' if isinstance(node, ast.AsyncFunctionDef) else ''}def {name}({ast.unparse(node.args)}):"
     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
     own = lines[start - 1:node.end_lineno]
-    if not show_body:
+    if not show_body and first_body.lineno == node.lineno:  # `def f(x): return x`
+        own = lines[start - 1:node.lineno - 1] + [" " * node.col_offset + signature + " ..."]
+    elif not show_body:
         indent = re.match(r"\s*", lines[first_body.lineno - 1]).group(0)  # type: ignore[union-attr]
         own = lines[start - 1:keep_to] + [f"{indent}..."]
     view = lines[:start - 1] + own + lines[node.end_lineno or node.lineno:]
