@@ -12,7 +12,7 @@ from pathlib import Path
 
 from support import events, make_command
 
-from agent.roles.example_fix import function_from_reply
+from agent.roles.example_fix import function_from_reply, variant_calls
 
 BUGGY = ('"""Temperatures."""\n\n\ndef c_to_f(c):\n    """Convert."""\n    return c * 9 / 5 + 32\n\n\n'
          'def f_to_c(f):\n    """Convert back."""\n    return f - 32 * 5 / 9\n')
@@ -155,7 +155,9 @@ def test_a_new_module_the_examples_define_is_written_function_by_function(spawn,
     median = ("```python\ndef median(values):\n    # middle of the sorted values\n    s = sorted(values)\n"
               "    n = len(s)\n    return s[n // 2] if n % 2 else mean(s[n // 2 - 1:n // 2 + 1])\n```")
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[mean, median_wrong, median])
+    # each function that holds is asked for once more and the two compared on inputs near the examples'
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true",
+                  replies=[mean, mean, median_wrong, median, median])
     out = agent.run(make_command("implement", inputs=goal))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "examples"
@@ -168,11 +170,11 @@ def test_a_new_module_the_examples_define_is_written_function_by_function(spawn,
     assert "sorted(values)[len(values) // 2]" not in text
     assert oct((workspace / "stats.py").stat().st_mode & 0o777) == "0o600"  # a file the agent creates
     rows = _rows(rec)
-    assert len(rows) == 3
+    assert len(rows) == 5
     first = rows[0]["request"]["messages"][1]["content"]
     assert "Module stats.py does not exist yet." in first and "Write `def mean(values):`" in first
     assert "Each of these must hold:\n- mean([1, 2, 3, 4]) == 2.5\n- mean([]) raises ValueError" in first
-    second = rows[1]["request"]["messages"][1]["content"]
+    second = rows[2]["request"]["messages"][1]["content"]
     assert "Module stats.py, so far (each function checked against the goal's examples):" in second
     assert "raise ValueError('empty')" in second and "Write `def median(values):`" in second
 
@@ -198,3 +200,43 @@ def test_a_one_line_function_is_asked_for_by_its_signature(spawn, workspace: Pat
     asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
     assert all("Write `def f_to_c(f):` with its body" in a for a in asked)
     assert "Module temp.py, with the body of `f_to_c` left out:\n```python\ndef f_to_c(f): ...\n```" in asked[1]
+
+
+FIZZ_GOAL = {"goal": "Create fizz.py with fizz(n): a list of n strings for 1 to n, Fizz for multiples of 3, Buzz "
+                     "for 5, FizzBuzz for both. Example: fizz(5) == ['1', '2', 'Fizz', '4', 'Buzz']."}
+FIZZ_SLIP = ("```python\ndef fizz(n):\n    # 3 first, then 5\n    return ['Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 "
+             "else str(i) for i in range(1, n + 1)]\n```")
+FIZZ_RIGHT = ("```python\ndef fizz(n):\n    # both first\n    return ['FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 "
+              "else 'Buzz' if i % 5 == 0 else str(i) for i in range(1, n + 1)]\n```")
+
+
+def test_two_versions_that_hold_but_differ_near_the_examples_are_decided_by_a_third(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B under real lorch: fizzbuzz without "FizzBuzz" while fizzbuzz(5), the one example, held
+    for n, replies in enumerate(([FIZZ_SLIP, FIZZ_RIGHT, FIZZ_RIGHT], [FIZZ_RIGHT, FIZZ_SLIP, FIZZ_RIGHT])):
+        (workspace / "fizz.py").unlink(missing_ok=True)
+        agent = spawn("builder", "--test-command", "true", replies=replies)
+        out = agent.run(make_command("implement", task_id=f"T-{n}", inputs=FIZZ_GOAL))
+        done = events(out, "builder.completed")[-1]
+        assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 3
+        assert "FizzBuzz" in (workspace / "fizz.py").read_text(), replies
+        [chosen] = [m for m in out if m.get("kind") == "log" and m.get("message") == "fizz written: the goal's examples hold"]
+        assert chosen["fields"]["versions_compared"] == 3
+    probes = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()
+              if '"example_fix_probe"' in line]
+    assert len({p["behaviour"] for p in probes}) == 2  # the slip and the right one differ on fizz(15)
+
+
+def test_two_versions_that_agree_near_the_examples_settle_it_at_once(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_RIGHT, FIZZ_RIGHT.replace("# both first", "# 15")])
+    done = events(agent.run(make_command("implement", inputs=FIZZ_GOAL)), "builder.completed")[-1]
+    assert done["payload"]["usage"]["calls"] == 2 and "# both first" in (workspace / "fizz.py").read_text()
+
+
+def test_inputs_near_the_examples_vary_one_argument_at_a_time() -> None:
+    from agent.roles.goal_examples import examples_in
+
+    calls = variant_calls(examples_in(["fizz(5) == ['1']", "pal('A b') == True", "m([1, 2], True) == 1"]))
+    assert calls[:3] == ["0", "1", "2"] and "15" in calls and len(calls) <= 12
+    assert variant_calls(examples_in(["pal('A b') == True"])) == ["''", "'A B'", "'b A'", "'A b!'", '"\'A b"', "'A-b'"]
+    assert variant_calls(examples_in(["m([1, 2], True) == 1"]))[:2] == ["[], True", "[1], True"]
+    assert variant_calls(examples_in(["now() == 1"])) == []

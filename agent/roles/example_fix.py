@@ -19,6 +19,7 @@ body left out (the copy frame again) and with what the earlier candidates return
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import textwrap
 from collections.abc import Collection
@@ -33,7 +34,7 @@ from agent.roles.goal_examples import Example, run_examples, said
 from agent.roles.prompting import read_project_text
 from agent.roles.py_merge import merge_definitions
 
-__all__ = ["fix_from_examples", "new_module_from_examples", "function_from_reply"]
+__all__ = ["fix_from_examples", "new_module_from_examples", "function_from_reply", "variant_calls"]
 
 _SYSTEM = ("You are a careful Python programmer. Reply with one ```python code block holding only the "
            "function asked for, then nothing else.")
@@ -88,20 +89,31 @@ def new_module_from_examples(ctx: CommandContext, examples: list[Example], path:
 
 def _one_function(ctx: CommandContext, name: str, path: str, source: str, examples: list[Example],
                   failed: list[dict[str, Any]], tries: int, new: bool = False) -> str | None:
-    """The module with `name` replaced by (or, `new`, given) the first candidate under which its examples
-    hold, or None."""
+    """The module with `name` replaced by (or, `new`, given) a candidate under which its examples hold,
+    or None. When the examples leave room (inputs near theirs can be made), a second candidate that
+    holds is asked for and the two are run on those inputs: when they agree, the first stands; when
+    not, one more decides by majority (else the first stands). Measured (1.5B under real lorch):
+    fizzbuzz alone without "FizzBuzz" once in four runs, while `fizzbuzz(5)`, the goal's one
+    example, held; two samples that hold rarely share a slip."""
     model = ctx.require_model()
     others = _top_names(source) - {name}  # a neighbour written out again is not merged over the file's own
+    probes = variant_calls(examples)
     tried: list[tuple[str, list[dict[str, Any]]]] = []
-    for attempt in range(1, tries + 1):
+    holding: list[tuple[str, tuple[str, ...]]] = []  # (module source, what it does on the probes)
+    limit = tries
+    attempt = 0
+    while attempt < limit:
+        attempt += 1
         if ctx.seconds_left() < 20:
             break
         user = _prompt(ctx, name, path, source, examples, failed, tried, show_body=attempt == 1, new=new)
         request = ModelRequest(messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
                                task_type="planning", role="builder", deadline=ctx.deadline, max_tokens=_MAX_TOKENS,
                                temperature=0.2 if attempt == 1 else _WIDER)
-        ctx.progress(f"asking for {name} alone, to be checked against the goal's examples ({attempt} of {tries})"
-                     if new else f"the goal's examples of {name} fail; asking for {name} alone ({attempt} of {tries})",
+        what = "a second version of" if holding else "asking for"
+        ctx.progress(f"{what} {name} alone, to be checked against the goal's examples ({attempt} of {limit})"
+                     if new or holding else
+                     f"the goal's examples of {name} fail; asking for {name} alone ({attempt} of {limit})",
                      stage="implementing", progress=0.7)
         try:
             reply = model.complete(request)
@@ -125,13 +137,83 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
         held = all(r["held"] for r in ran)
         ctx.audit.record("example_fix", task_id=ctx.cmd.task_id, function=name, attempt=attempt, held=held,
                          results=[{k: r[k] for k in ("call", "got", "held")} for r in ran])
-        if held:
-            ctx.log("info", f"{name} {'written' if new else 'rewritten'}: the goal's examples hold", path=path,
-                    attempt=attempt, examples=len(ran))
-            return merged[0]
-        tried.append((fragment or "", ran))
+        if not held:
+            tried.append((fragment or "", ran))
+            continue
+        if not probes:
+            return _chosen(ctx, name, path, new, merged[0], attempt, len(ran))
+        holding.append((merged[0], _behaviour(ctx, name, path, merged[0], probes)))
+        limit = max(limit, min(attempt + 2, tries + 2))  # room for a second opinion and a decider
+        agreed = _agreed(holding)
+        if agreed is not None or len(holding) >= 3:
+            return _chosen(ctx, name, path, new, agreed or holding[0][0], attempt, len(ran), len(holding))
+    if holding:
+        return _chosen(ctx, name, path, new, holding[0][0], attempt, len(examples), len(holding))
     ctx.log("warn", f"no version of {name} made the goal's examples hold", path=path, tried=len(tried))
     return None
+
+
+def _chosen(ctx: CommandContext, name: str, path: str, new: bool, source: str, attempt: int, examples: int,
+            holding: int = 1) -> str:
+    ctx.log("info", f"{name} {'written' if new else 'rewritten'}: the goal's examples hold", path=path,
+            attempt=attempt, examples=examples, **({"versions_compared": holding} if holding > 1 else {}))
+    return source
+
+
+def _agreed(holding: list[tuple[str, tuple[str, ...]]]) -> str | None:
+    """The first source whose behaviour another holding candidate shares, or None."""
+    for i, (text, seen) in enumerate(holding):
+        if any(seen == other for _, other in holding[i + 1:]):
+            return text
+    return None
+
+
+def _behaviour(ctx: CommandContext, name: str, path: str, source: str, probes: list[str]) -> tuple[str, ...]:
+    """What `name` gives for each probe's arguments (an exception by its class), run in the sandbox."""
+    ran = run_examples(ctx, [Example(name, args, "raises _NoSuchError") for args in probes], instead={path: source})
+    out = tuple(str(r.get("raised") or r["got"]) for r in ran)
+    ctx.audit.record("example_fix_probe", task_id=ctx.cmd.task_id, function=name, calls=len(probes),
+                     behaviour=hashlib.sha256("\0".join(out).encode()).hexdigest()[:16], first=[b[:80] for b in out[:3]])
+    return out
+
+
+_MAX_PROBES = 12
+
+
+def variant_calls(examples: list[Example]) -> list[str]:
+    """Argument lists near the examples' own, one argument varied at a time: the inputs on which two
+    candidates that both satisfy the examples may still differ (`fizzbuzz(15)` next to `fizzbuzz(5)`,
+    `'No x!'` next to a palindrome). [] when no example has literal arguments to vary."""
+    out: list[str] = []
+    for e in examples:
+        try:
+            args = list(ast.literal_eval(f"({e.args},)")) if e.args else []
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        for i, value in enumerate(args):
+            for other in _near(value):
+                call = ", ".join(repr(a) for a in [*args[:i], other, *args[i + 1:]])
+                if call != e.args and call not in out:
+                    out.append(call)
+    return out[:_MAX_PROBES]
+
+
+def _near(value: Any) -> list[Any]:
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [v for v in (0, 1, 2, 3, 6, 10, 15, 30, value + 1, -1) if v != value][:8]
+    if isinstance(value, float):
+        return [0.0, -value, value * 2, 1.5]
+    if isinstance(value, str):
+        return [v for v in ("", value.upper(), value[::-1], value + "!", "'" + value, value.replace(" ", "-"))
+                if v != value][:6]
+    if isinstance(value, list):
+        near: list[Any] = [[], value[:1], value[::-1], value[1:]]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            near += [sorted(value), [v * 2 for v in value]]
+        return [v for v in near if v != value][:5]
+    return []
 
 
 def _top_names(source: str) -> set[str]:

@@ -191,12 +191,14 @@ def run_examples(ctx: CommandContext, examples: list[Example],
         except orjson.JSONDecodeError:
             outcome = None
         if not isinstance(outcome, list) or len(outcome) != len(runnable) or not all(
-                isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], bool)
+                isinstance(o, list) and len(o) == 3 and isinstance(o[0], str) and isinstance(o[1], bool)
+                and (o[2] is None or isinstance(o[2], str))
                 for o in outcome):  # the code under test printed something else on that line
-            outcome = [[f"the examples could not be run: {tail[-200:]}", False]] * len(runnable)
-        for e, (got, held) in zip(runnable, outcome, strict=True):
+            outcome = [[f"the examples could not be run: {tail[-200:]}", False, "NotRun"]] * len(runnable)
+        for e, (got, held, raised) in zip(runnable, outcome, strict=True):
             results.append({"call": e.call, "expected": e.expected, "got": got, "held": held,
-                            "path": modules[e.name][0], "line": modules[e.name][1]})
+                            "path": modules[e.name][0], "line": modules[e.name][1],
+                            **({"raised": raised} if raised else {})})
     order = {e.call: i for i, e in enumerate(examples)}
     return sorted(results, key=lambda r: order[r["call"]])
 
