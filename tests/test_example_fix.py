@@ -50,8 +50,9 @@ def test_a_bug_the_examples_define_is_fixed_by_asking_for_the_function_alone(spa
     rows = _rows(rec)
     assert len(rows) == 2  # no JSON answer was asked for
     first, second = rows[0]["request"], rows[1]["request"]
-    # first candidate: the body shown with what it returns, at the default temperature
-    assert "Module temp.py, as it is now:" in first["messages"][1]["content"]
+    # first candidate: a short function's body left out (the 0.5B copied it back), what it returns now,
+    # at the default temperature
+    assert "Module temp.py, with the body of `f_to_c` left out:" in first["messages"][1]["content"]
     assert "- f_to_c(212) returned 194.22222222222223" in first["messages"][1]["content"]
     assert "Each of these must hold:\n- f_to_c(212) == 100.0\n- f_to_c(32) == 0.0" in first["messages"][1]["content"]
     assert first["temperature"] == 0.2
@@ -240,3 +241,14 @@ def test_inputs_near_the_examples_vary_one_argument_at_a_time() -> None:
     assert variant_calls(examples_in(["pal('A b') == True"])) == ["''", "'A B'", "'b A'", "'A b!'", '"\'A b"', "'A-b'"]
     assert variant_calls(examples_in(["m([1, 2], True) == 1"]))[:2] == ["[], True", "[1], True"]
     assert variant_calls(examples_in(["now() == 1"])) == []
+
+
+def test_a_long_function_is_shown_whole_to_the_first_candidate_only(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    body = "".join(f"    step{i} = {i}\n" for i in range(16))
+    (workspace / "temp.py").write_text(f"def f_to_c(f):\n{body}    return f - 32 * 5 / 9\n")
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
+    events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")
+    asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
+    assert "Module temp.py, as it is now:" in asked[0] and "step15 = 15" in asked[0]
+    assert "with the body of `f_to_c` left out" in asked[1] and "step15" not in asked[1]

@@ -106,7 +106,8 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
         attempt += 1
         if ctx.seconds_left() < 20:
             break
-        user = _prompt(ctx, name, path, source, examples, failed, tried, show_body=attempt == 1, new=new)
+        user = _prompt(ctx, name, path, source, examples, failed, tried,
+                       show_body=attempt == 1 and _length(source, name) > _SHOWN_BODY, new=new)
         request = ModelRequest(messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
                                task_type="planning", role="builder", deadline=ctx.deadline, max_tokens=_MAX_TOKENS,
                                temperature=0.2 if attempt == 1 else _WIDER)
@@ -216,6 +217,22 @@ def _near(value: Any) -> list[Any]:
     return []
 
 
+_SHOWN_BODY = 15  # a longer function is shown whole once: rewriting it blind could lose what it does
+
+
+def _length(source: str, name: str) -> int:
+    """Lines of the top-level function `name` (0 when absent). Short ones are asked for with the body
+    left out from the first try: the 0.5B, shown `return f - 32 * 5 / 9`, wrote it back three times,
+    and wrote `(f - 32) * 5 / 9` in 2 of 2 tries without it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return 0
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name),
+                None)
+    return 0 if node is None else (node.end_lineno or node.lineno) - node.lineno + 1
+
+
 def _top_names(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
@@ -268,7 +285,7 @@ def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: li
         parts.append(f"The spec ({spec}) says:\n{text[:_SPEC_CHARS]}")
     parts.append(f"The goal: {goal}")
     parts.append("Each of these must hold:\n" + "\n".join(f"- {e.claim}" for e in examples))
-    if show_body and failed and not new:
+    if failed and not new:
         parts.append("Run on the code as it is now:\n" + "\n".join(f"- {r['call']} returned {r['got']}"
                                                                    for r in failed))
     # What earlier candidates returned, not their code: the 0.5B, shown its wrong mean, wrote it
