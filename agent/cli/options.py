@@ -81,8 +81,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
     g.add_argument("--example-tries", type=int_in(0, 10), default=3, metavar="N",
-                   help="builder: when the goal's examples of an existing function fail after the answer, "
-                        "candidates of that function asked for alone and judged by the examples (0: off)")
+                   help="builder: candidates asked for per function, alone, and judged by the goal's examples "
+                        "in the sandbox before any is written: first for a bug or a new module the examples "
+                        "define, else when they fail after the answer (0: off)")
     g.add_argument("--add-tests", choices=("goal", "auto", "off"), default="off",
                    help="builder, for an implement in a project with tests: goal asks for a test of the goal "
                         "before the code and keeps it only if it passes after the repairs; auto asks for a test "
