@@ -1,19 +1,20 @@
-"""When the goal's examples fail: the one function asked for anew, judged by the examples before it is written.
+"""Functions asked for alone, in plain text, and judged by the goal's examples before any is written.
 
 Measured (Qwen2.5-Coder-1.5B under real lorch, fix-temperature, eleven runs): asked for the
 builder's JSON answer, it quoted `return f - 32 * 5 / 9` back unchanged or said "No changes
 needed", with the failing examples in front of it, in repairs and in fresh conversations. Asked
 in plain text for the one function, with the examples it must satisfy, it wrote
-`(f - 32) * 5 / 9` in 4 of 4 samples at temperatures 0.2-1.0 (and in 2 of 2 with the wrong body
-shown). The frame was the obstacle, not the arithmetic.
+`(f - 32) * 5 / 9` in 6 of 6 samples; `is_palindrome` and `fizzbuzz` came right in 3 of 3. The
+frame was the obstacle, not the arithmetic.
 
-So when examples of an existing top-level function fail after the builder's answer (or when no
-valid answer came), the agent asks for that function alone: a short free-text request, one
-```python block back. Each candidate is merged into the module in memory and the examples run on
-it in the sandbox (goal_probe.py, the module's source given in place of its file); the first
-candidate under which all of that function's examples hold is written. Nothing that fails its
-examples is ever written. Candidates after the first are asked at a wider temperature, with the
-body left out (the copy frame again) and with what the earlier candidates returned.
+Used by the builder (builder.py) for a bug the examples define and a new module they define
+(before any JSON answer), and when examples of an existing function fail after an answer. A
+short free-text request gets one ```python block back; the candidate is merged into the module
+in memory and the examples run on it in the sandbox (goal_probe.py, the module's source given in
+place of its file). Nothing that fails its examples is ever written. A candidate that holds gets
+a second opinion on inputs near the examples (`variant_calls`); a third decides when two differ.
+A short function's body is never shown, and later candidates hear what earlier ones returned,
+not their code: the 0.5B copied any wrong code in front of it.
 """
 
 from __future__ import annotations
