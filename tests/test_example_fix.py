@@ -241,6 +241,7 @@ def test_inputs_near_the_examples_vary_one_argument_at_a_time() -> None:
     assert variant_calls(examples_in(["pal('A b') == True"])) == ["''", "'A B'", "'b A'", "'A b!'", '"\'A b"', "'A-b'"]
     assert variant_calls(examples_in(["m([1, 2], True) == 1"]))[:2] == ["[], True", "[1], True"]
     assert variant_calls(examples_in(["now() == 1"])) == []
+    assert "[1, 2, 3, 4, 41]" in variant_calls(examples_in(["mean([1, 2, 3, 4]) == 2.5"]))  # mean vs median
 
 
 def test_a_long_function_is_shown_whole_to_the_first_candidate_only(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -212,9 +212,11 @@ def _near(value: Any) -> list[Any]:
                 if v != value][:6]
     if isinstance(value, list):
         near: list[Any] = [[], value[:1], value[::-1], value[1:]]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-            near += [sorted(value), [v * 2 for v in value]]
-        return [v for v in near if v != value][:5]
+        if value and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            # one far value: a symmetric example cannot tell a mean from a median (run AG: the 1.5B's
+            # `mean` was a median, and mean([1, 2, 3, 4]) == 2.5 held)
+            near += [[*value, max(value) * 10 + 1], sorted(value), [v * 2 for v in value]]
+        return [v for v in near if v != value][:6]
     return []
 
 
