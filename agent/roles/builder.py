@@ -334,6 +334,11 @@ def _by_examples(ctx: CommandContext, examples: list[Example],
     return fix_from_examples(ctx, examples, checked, ctx.settings.example_tries)
 
 
+def _python_paths_named(ctx: CommandContext) -> list[str]:
+    """The `.py` paths the command's inputs name, in order, without repeats."""
+    return list(dict.fromkeys(re.findall(r"[\w./-]+\.py\b", " ".join(strings_in(ctx.cmd.inputs)))))
+
+
 def _a_module_the_examples_define(ctx: CommandContext, examples: list[Example], now: list[dict[str, Any]]) -> str | None:
     """The one new `.py` file an `implement` asks for, when the goal's examples call functions no module
     has yet and the goal calls no other function: its functions are asked for one by one, each checked
@@ -346,8 +351,7 @@ def _a_module_the_examples_define(ctx: CommandContext, examples: list[Example], 
             or any(r.get("path") for r in now):
         return None
     text = " ".join(strings_in(ctx.cmd.inputs))
-    named = [p for p in dict.fromkeys(re.findall(r"[\w./-]+\.py\b", text))
-             if not is_test_path(p) and not ctx.workspace.exists(p)]
+    named = [p for p in _python_paths_named(ctx) if not is_test_path(p) and not ctx.workspace.exists(p)]
     called = set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\(", text)) - set(dir(builtins))
     if len(named) != 1 or not called <= {e.name for e in examples} or len(called) > 3:
         return None
@@ -367,7 +371,7 @@ def _a_fix_the_examples_define(ctx: CommandContext, now: list[dict[str, Any]]) -
     if ctx.cmd.action != "implement" or not failing or ctx.settings.example_tries <= 0:
         return False
     # "Create stats.py with mean(...)" while mathutil.py has a mean: a module to write, not one to fix
-    named = set(re.findall(r"[\w./-]+\.py\b", " ".join(strings_in(ctx.cmd.inputs))))
+    named = set(_python_paths_named(ctx))
     return all(r.get("path") and (not named or r["path"] in named) for r in failing)
 
 

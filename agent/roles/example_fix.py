@@ -99,7 +99,7 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
     model = ctx.require_model()
     others = _top_names(source) - {name}  # a neighbour written out again is not merged over the file's own
     probes = variant_calls(examples)
-    tried: list[tuple[str, list[dict[str, Any]]]] = []
+    tried: list[list[dict[str, Any]]] = []  # what each failing candidate returned
     holding: list[tuple[str, tuple[str, ...]]] = []  # (module source, what it does on the probes)
     limit = tries
     attempt = 0
@@ -140,7 +140,7 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
         ctx.audit.record("example_fix", task_id=ctx.cmd.task_id, function=name, attempt=attempt, held=held,
                          results=[{k: r[k] for k in ("call", "got", "held")} for r in ran])
         if not held:
-            tried.append((fragment or "", ran))
+            tried.append(ran)
             continue
         if not probes:
             return _chosen(ctx, name, path, new, merged[0], attempt, len(ran))
@@ -269,7 +269,7 @@ def function_from_reply(text: str, name: str, skip: Collection[str] = ()) -> str
 
 
 def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: list[Example],
-            failed: list[dict[str, Any]], tried: list[tuple[str, list[dict[str, Any]]]], show_body: bool,
+            failed: list[dict[str, Any]], tried: list[list[dict[str, Any]]], show_body: bool,
             new: bool = False) -> str:
     from agent.roles.spec_maintainer import find_spec
 
@@ -294,7 +294,7 @@ def _prompt(ctx: CommandContext, name: str, path: str, source: str, examples: li
     # What earlier candidates returned, not their code: the 0.5B, shown its wrong mean, wrote it
     # again character for character at 0.8, twice.
     wrong = list(dict.fromkeys(f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}"
-                               for _, ran in tried for r in ran if not r["held"]))
+                               for ran in tried for r in ran if not r["held"]))
     if wrong:
         parts.append("Earlier answers were wrong (write it anew, differently):\n" + "\n".join(wrong[-6:]))
     if new:
