@@ -66,9 +66,12 @@ _BLOCK_STATEMENTS = 40  # per block: a model repeating one line is made to reach
 _OPERATORS = 16       # binary operators in one expression (nested parentheses start afresh)
 _COMMENTS = 6         # comment lines in one run of whitespace (plus one right after a token)
 _COMMENT_CHARS = 160
+_HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
+_DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
 _TOP_ITEMS = 8        # helpers and constants before `function run`
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
+_CLOSERS = frozenset({"end", "else", "then", "until"})
 
 
 # -- GBNF text helpers ------------------------------------------------------------------------
@@ -145,13 +148,16 @@ class _Rules:
 
 
 # -- lexical rules ----------------------------------------------------------------------------
-def _names(g: _Rules, rule: str, excluded: frozenset[str]) -> None:
-    """`rule`: Lua identifiers except `excluded`, as a trie of rules (deterministic for the sampler)."""
+def _names(g: _Rules, rule: str, excluded: frozenset[str], banned_starts: frozenset[str] = frozenset()) -> None:
+    """`rule`: Lua identifiers except `excluded` and any starting with one of `banned_starts`, as a
+    trie of rules (deterministic for the sampler)."""
+    words = excluded | banned_starts
+
     def node(prefix: str) -> str:
         name = rule if not prefix else f"{rule}-x-{prefix.replace('_', '-').lower()}-{_case_tag(prefix)}"
         allowed = _ID_START if not prefix else _ID_CHAR
-        children = sorted({w[len(prefix)] for w in excluded if w.startswith(prefix) and len(w) > len(prefix)})
-        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children]
+        children = sorted({w[len(prefix)] for w in words if w.startswith(prefix) and len(w) > len(prefix)})
+        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children if prefix + c not in banned_starts]
         rest = sorted(allowed - set(children))
         alts.append(f"{_cls(rest)} idtail")
         if prefix and prefix not in excluded:
@@ -212,12 +218,15 @@ def _lexical(g: _Rules, name_excluded: frozenset[str]) -> None:
     # character, so `a - --x` never becomes `a ---x`.
     first, rest = _cls("\n\r`[", negate=True), _cls("\n\r`", negate=True)
     g.add("comment", f'"--" ({first} {rest}{{0,{_COMMENT_CHARS - 1}}})? "\\n"')
+    g.add("headcomment", f'"--" ({first} {rest}{{0,{_HEAD_COMMENT_CHARS - 1}}})? "\\n"')
     g.add("wsp", f"[ \\t\\n]{{0,{_WS_MAX}}}")
     g.add("ws", f"wsp ([ \\t\\n] comment wsp){{0,{_COMMENTS}}}")
     g.add("sp", "[ \\t\\n] comment? ws")
     # Names are bounded: a small model once spent its whole budget on one ever-growing identifier.
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
-    _names(g, "name", name_excluded)
+    # No variable starts with a word that closes a block: a model about to write `end` where the
+    # grammar wants a statement is steered to one, not into a name like `endlua`.
+    _names(g, "name", name_excluded, _CLOSERS)
     _names(g, "ident", frozenset(KEYWORDS))
     g.add("num", '[0-9]+ ("." [0-9]+)? ([eE] [+\\x2D]? [0-9]+)? | "0" [xX] [0-9a-fA-F]+')
     escape = ('"\\\\" ([abfnrtv] | "\\\\" | "\\"" | "\'" | "x" [0-9a-fA-F]{2} | [01] [0-9] [0-9] | '
@@ -324,7 +333,7 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
 def _statements(g: _Rules, answer: str) -> None:
     """Blocks for `run` (every return is the answer) and helpers (any return), in and out of loops."""
     g.add("namelist", 'name (ws "," ws name)*')
-    g.add("localfn", '"function" sp name ws "(" ws (namelist ws)? ")" block-h0 sp "end"')
+    g.add("localfn", '"function" sp name ws "(" ws (namelist ws)? ")" block-h0-d0 sp "end"')
     g.add("local", '"local" sp (localfn | namelist (ws "=" ws explist)?)')
     # A call statement ends in a call, an assignment target in a field, index or bare name; as in
     # expressions, no call right after a field or index. Both start with a name: one rule.
@@ -338,22 +347,38 @@ def _statements(g: _Rules, answer: str) -> None:
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
     g.add("ret-h", '"return" (sp explist)?')
     g.add("ret-r", f'"return" sp {answer}')
+    # Blocks are numbered by depth: below _DEPTH only simple statements (the 0.5B nested a dozen
+    # `if context.x == ... then` checks of fields that do not exist until its budget ran out).
     for kind in ("r", "h"):
         for loop in (0, 1):
-            stat, block = f"stat-{kind}{loop}", f"block-{kind}{loop}"
-            inner = f"block-{kind}1"
-            alts = ["local", "namestat", "libcall cs-c",
-                    f'"if" sp expr sp "then" {block} (sp "elseif" sp expr sp "then" {block})* '
-                    f'(sp "else" {block})? sp "end"',
-                    f'"for" sp name ws "=" ws expr ws "," ws expr (ws "," ws expr)? sp "do" {inner} sp "end"',
-                    f'"for" sp namelist sp "in" sp iter sp "do" {inner} sp "end"',
-                    f'"while" sp expr sp "do" {inner} sp "end"',
-                    f'"repeat" {inner} sp "until" sp expr']
-            if loop:
-                alts.append('"break"')
-            g.add(stat, " | ".join(alts))
-            g.add(block, f"(sp {stat}){{0,{_BLOCK_STATEMENTS}}} (sp ret-{kind})?")
-    g.add("block-run", f"(sp stat-r0){{0,{_BLOCK_STATEMENTS}}} sp ret-r")
+            for depth in range(_DEPTH + 1):
+                stat, block = f"stat-{kind}{loop}-d{depth}", f"block-{kind}{loop}-d{depth}"
+                alts = ["local", "namestat", "libcall cs-c"]
+                if depth < _DEPTH:
+                    same, inner = f"block-{kind}{loop}-d{depth + 1}", f"block-{kind}1-d{depth + 1}"
+                    alts += [f'"if" sp expr sp "then" {same} (sp "elseif" sp expr sp "then" {same})* '
+                             f'(sp "else" {same})? sp "end"',
+                             f'"for" sp name ws "=" ws expr ws "," ws expr (ws "," ws expr)? sp "do" {inner} sp "end"',
+                             f'"for" sp namelist sp "in" sp iter sp "do" {inner} sp "end"',
+                             f'"while" sp expr sp "do" {inner} sp "end"',
+                             f'"repeat" {inner} sp "until" sp expr']
+                if loop:
+                    alts.append('"break"')
+                g.add(stat, " | ".join(alts))
+                g.add(block, f"(sp {stat}){{0,{_BLOCK_STATEMENTS}}} (sp ret-{kind})?")
+    # `run` ends in its answer, or in an `if` whose every branch (an `else` included) ends in one:
+    # a model that wrote `if ok then return A else return B end` and closed `run` was otherwise
+    # held from `end` and wrote a name starting with it ("endlua"), then anything, to its limit.
+    for depth in range(_DEPTH + 1):
+        stats = f"(sp stat-r0-d{depth}){{0,{_BLOCK_STATEMENTS}}}"
+        if depth < _DEPTH:
+            inner = f"rblock-d{depth + 1}"
+            g.add(f"rif-d{depth}", f'"if" sp expr sp "then" {inner} (sp "elseif" sp expr sp "then" {inner})* '
+                                    f'sp "else" {inner} sp "end"')
+            g.add(f"rblock-d{depth}", f"{stats} sp (ret-r | rif-d{depth})")
+        else:
+            g.add(f"rblock-d{depth}", f"{stats} sp ret-r")
+    g.add("block-run", "rblock-d0")
 
 
 # -- the answer table, from the JSON Schema ---------------------------------------------------
@@ -517,7 +542,7 @@ def _chunk(g: _Rules) -> None:
     g.add("const", '"{" ws (tfield (ws fsep ws tfield)* (ws fsep)? ws)? "}" | sstr | lstr | num | "-" num | '
                    '"true" | "false"')
     g.add("topitem", '"local" sp (localfn | name ws "=" ws const)')
-    g.add("chunk", f'comment? ws (topitem sp){{0,{_TOP_ITEMS}}} rundef ws')
+    g.add("chunk", f'headcomment? ws (topitem sp){{0,{_TOP_ITEMS}}} rundef ws')
     g.add("root", f'{prose}{{0,{_PROSE_LINES}}} "\\n"{{0,2}} "```lua\\n" chunk "\\n```" | chunk')
 
 

@@ -433,10 +433,15 @@ def test_tool_arguments_follow_the_registry(call: str, accepted: bool) -> None:
 
 def test_reserved_names_are_never_variables() -> None:
     g = grammar("builder")
+    closers = ("end", "else", "then", "until")
     for word in sorted(RESERVED_NAMES):
         assert not g.accepts(word, "name"), word
-        assert g.accepts(word + "_1", "name"), word
+        assert g.accepts(word + "_1", "name") is not word.startswith(closers), word
         assert g.accepts("q" + word, "name"), word
+    for word in ("endlua", "end_", "elseif2", "then_", "until_done"):   # a block closer never starts a name
+        assert not g.accepts(word, "name"), word
+    for word in ("en", "the", "els", "unti", "ending_"[1:], "legend", "xend"):
+        assert g.accepts(word, "name"), word
     for word in ("context", "files", "content", "path", "result", "ok", "i", "_", "Files", "src2"):
         assert g.accepts(word, "name"), word
     for word in KEYWORDS:                       # keys and fields may be any non-keyword
@@ -611,3 +616,41 @@ def test_expressions_and_comments_are_bounded() -> None:
     assert g.accepts(plan(["-- " + "x" * 159]))                  # 160 characters after `--`
     assert not g.accepts(plan(["-- " + "x" * 160]))
     assert not g.accepts(plan(["-- uses `x`"]))                  # no backtick: "```" would end the fence
+
+
+def test_run_may_end_in_an_if_whose_every_branch_answers() -> None:
+    """Measured (0.5B, run gram2): `if ... then return A else return B end` then `end` was held back
+    (a final `return` was required), so the model wrote `endlua` and filled its budget."""
+    g = grammar("reviewer")
+    ok = "{status = 'approved', summary = 'ok', findings = {}}"
+    no = "{status = 'changes_requested', summary = 'no', findings = {{path = 'a.py', comment = 'x'}}}"
+    both = f"function run(c)\n  local s = tools.read('a.py')\n  if s then\n    return {ok}\n  else\n    return {no}\n  end\nend"
+    chain = (f"function run(c)\n  if c then\n    if c.x then return {ok} else return {no} end\n"
+             f"  elseif c.y then\n    return {no}\n  else\n    return {ok}\n  end\nend")
+    for plan in (both, chain):
+        check_plan(plan)
+        assert g.accepts(fenced(plan)), plan
+    no_else = f"function run(c)\n  if c then\n    return {ok}\n  end\nend"
+    assert not g.accepts(no_else)                         # a path without an answer still needs one
+    assert g.accepts(no_else.replace("  end\nend", f"  end\n  return {no}\nend"))
+
+
+def test_blocks_nest_to_a_bounded_depth() -> None:
+    g = grammar("builder")
+
+    def plan(depth: int) -> str:
+        opening = "".join("  " * i + "if c then\n" for i in range(1, depth + 1))
+        closing = "".join("  " * i + "end\n" for i in range(depth, 0, -1))
+        return f"function run(c)\n{opening}  tools.progress('x')\n{closing}  return {{summary = 'x'}}\nend"
+
+    assert lua_loads(plan(6))
+    assert g.accepts(plan(5))
+    assert not g.accepts(plan(6))
+
+
+def test_the_first_comment_may_restate_a_long_goal() -> None:
+    g = grammar("builder")
+    body = "function run(c)\n  return {summary = 'x'}\nend"
+    assert g.accepts(fenced("-- " + "g" * 479 + "\n" + body))      # 480 characters after `--`
+    assert not g.accepts(fenced("-- " + "g" * 480 + "\n" + body))
+    assert not g.accepts(fenced("-- x\n-- " + "g" * 200 + "\n" + body))   # later comments stay short
