@@ -107,6 +107,9 @@ class AnswerSpec:
     # A salvage taken as soon as the same error comes twice, before any narrowing: for answers
     # whose failing part the task can do without (the builder's edits of prose files).
     salvage_early: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+    # More for a plan's `context` table (plain data): what the agent found out before asking, so a
+    # plan can use it, e.g. the reviewer's `examples` (the goal's examples as the agent ran them).
+    plan_context: dict[str, Any] | None = None
 
     @property
     def schema_name(self) -> str:
@@ -458,7 +461,7 @@ def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -
     source = plans.find_lua_plan(text)
     if source is not None:
         try:
-            outcome = plans.run_plan(source, plan_context(ctx), workspace=ctx.workspace,
+            outcome = plans.run_plan(source, {**plan_context(ctx), **(spec.plan_context or {})}, workspace=ctx.workspace,
                                      limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),
                                      audit=ctx.audit, deadline=ctx.deadline)
         except PlanError as exc:

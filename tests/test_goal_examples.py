@@ -179,3 +179,27 @@ def test_a_review_that_only_restates_the_goal_while_its_examples_hold_is_sent_ba
     agent = spawn("reviewer", "--test-command", "true", replies=[again])
     assert events(agent.run(make_command("review", task_id="T-3", inputs=GOAL)), "review.completed")[-1]["status"] \
         == "changes_requested"
+
+
+def test_a_review_plan_reads_the_examples_the_agent_ran_from_its_context(spawn, workspace: Path,
+                                                                        tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The worked example's plan, sent back as it is (what the 0.5B does with any example), reviews any
+    # task by the goal's own examples: it is not taken for a copy about another project.
+    example = (Path(__file__).resolve().parents[1] / "agent/roles/examples/reviewer.review.lua").read_text()
+    plan = f"```lua\n{example}```"
+    (workspace / "temp.py").write_text(BUGGY)
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("reviewer", "--answers", "plan", "--record", str(rec), "--test-command", "true",
+                  replies=[plan, plan])
+    done = events(agent.run(make_command("review", inputs=GOAL)), "review.completed")[-1]
+    assert done["status"] == "changes_requested" and done["payload"]["answer_via"] == "lua"
+    assert done["payload"]["findings"] == [
+        {"path": "temp.py", "line": 1, "comment": "f_to_c(212) returned 194.22222222222223; the goal says 100.0"},
+        {"path": "temp.py", "line": 1, "comment": "f_to_c(32) returned 14.222222222222221; the goal says 0.0"}]
+    first = "\n".join(m["content"] for m in json.loads(rec.read_text().splitlines()[0])["request"]["messages"])
+    assert "for a review also examples: the goal's examples as the agent ran them" in first
+    assert "- greet(\"Ada\"): returned 'Hello Ada'; the goal says 'Hello, Ada!'" in first  # the example's own task
+    (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
+    done = events(agent.run(make_command("review", task_id="T-2", inputs=GOAL)), "review.completed")[-1]
+    assert done["status"] == "approved" and done["payload"]["findings"] == []
+    assert done["payload"]["summary"] == "the goal's examples hold"

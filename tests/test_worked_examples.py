@@ -80,3 +80,15 @@ def test_an_answer_repeating_the_example_is_told_apart_from_one_about_the_task(f
     assert copied_example_line(mine, copied) is None
     # without the example in the conversation (after a start-over) nothing is a copy
     assert copied_example_line([messages[0], messages[-1]], copied) is None
+
+
+@pytest.mark.parametrize(("role", "action"), PAIRS)
+def test_the_lua_example_is_a_plan_the_grammar_allows(role: str, action: str) -> None:
+    """A model held to the grammar can write what its worked example shows."""
+    from gbnf_matcher import parse_gbnf
+
+    from agent.answers import plan_tools_for
+    from agent.plans.grammar import plan_grammar
+
+    _, answer = worked_example(role, action, "grammar")  # type: ignore[misc]
+    assert parse_gbnf(plan_grammar(role, plan_tools_for(role))).failure(answer) is None

@@ -52,11 +52,13 @@ def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
     if not (_EXAMPLES / f"{stem}.json").is_file():
         return None
     data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
+    text = data["task"]
     if form in ("plan", "grammar"):
         answer = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
+        text = data.get("task_plan", text)  # a plan may use what the agent ran first (`context.examples`)
     else:
         answer = json.dumps(data["answer"], ensure_ascii=False)
-    task = f"{EXAMPLE_MARK}\n{data['task'].rstrip()}\n"
+    task = f"{EXAMPLE_MARK}\n{text.rstrip()}\n"
     return task, answer
 
 

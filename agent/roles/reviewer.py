@@ -254,7 +254,21 @@ def _run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
         return []
 
 
-def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[dict[str, Any]]) -> None:
+def _example_path(ctx: CommandContext, result: dict[str, Any], to_read: list[str]) -> str:
+    """The file a finding about an example cites: the function's module, else a file the builder wrote
+    or one under review."""
+    return str(result.get("path") or next(iter([*builder_files(ctx), *to_read]), "."))
+
+
+def _examples_for_plans(ctx: CommandContext, checked: list[dict[str, Any]], to_read: list[str]) -> list[dict[str, Any]]:
+    """`context.examples` of a review plan: each example as the agent ran it, ready to cite."""
+    return [{"call": r["call"], "held": bool(r["held"]), "got": str(r.get("got", "")),
+             "expected": said(r["expected"]), "path": _example_path(ctx, r, to_read),
+             **({"line": r["line"]} if isinstance(r.get("line"), int) else {})} for r in checked]
+
+
+def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[dict[str, Any]],
+                     to_read: list[str]) -> None:
     """An approval while one of the goal's own examples fails is a request for changes, citing it.
 
     Measured (Qwen2.5-Coder-1.5B under real lorch): approved a fahrenheit_to_celsius that still
@@ -265,7 +279,7 @@ def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[di
         return
     findings = []
     for r in failed:
-        finding: dict[str, Any] = {"path": r.get("path") or next(iter(builder_files(ctx)), "."),
+        finding: dict[str, Any] = {"path": _example_path(ctx, r, to_read),
                                    "comment": f"the goal's example {r['call']} gives {r['got']}; the goal says "
                                               f"{said(r['expected'])}"}
         if r.get("line"):
@@ -317,9 +331,11 @@ def handle(ctx: CommandContext) -> Outcome:
     parts.append("## Project files\n" + ("\n".join(listing) or "(none)"))
     ctx.progress(f"asking the model to review {len(to_read)} files", stage="reviewing")
     answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read, checked),
-                                           salvage=_salvage(ctx, checked)), "\n".join(parts))
+                                           salvage=_salvage(ctx, checked),
+                                           plan_context={"examples": _examples_for_plans(ctx, checked, to_read)}),
+                           "\n".join(parts))
     data = answer.data
-    _examples_decide(ctx, data, checked)
+    _examples_decide(ctx, data, checked, to_read)
     review = {"task_id": cmd.task_id, "status": data["status"], "findings": data["findings"],
               "summary": data["summary"], "created_at": utc_now()}
     art = ctx.write(_review_file(cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))

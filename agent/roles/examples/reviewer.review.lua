@@ -1,13 +1,15 @@
--- Example task: check that greet(name) returns "Hello, <name>!" in hello.py.
+-- Example task: review greet(name) in hello.py against the goal's examples the agent ran.
 function run(context)
-  local src = tools.read("hello.py")
-  if type(src) == "table" then
-    return {status = "changes_requested", summary = "hello.py is missing",
-            findings = {{path = "hello.py", comment = "create hello.py with greet(name)"}}}
+  local findings = {}
+  for _, e in ipairs(context.examples or {}) do
+    if not e.held then
+      table.insert(findings, {path = e.path, line = e.line,
+                              comment = e.call .. " returned " .. e.got .. "; the goal says " .. e.expected})
+    end
   end
-  if string.find(src, 'f"Hello, {name}!"', 1, true) then
-    return {status = "approved", summary = "greet matches the goal", findings = {}}
+  -- Add a finding of your own for what the goal asks and its examples do not show.
+  if #findings == 0 then
+    return {status = "approved", summary = "the goal's examples hold", findings = {}}
   end
-  return {status = "changes_requested", summary = "greet's text does not match the goal",
-          findings = {{path = "hello.py", comment = 'return f"Hello, {name}!" as the goal says'}}}
+  return {status = "changes_requested", summary = "the goal's examples do not hold yet", findings = findings}
 end
