@@ -182,23 +182,34 @@ def restates_goal(comment: str, goal: str) -> bool:
     return len(words) >= 5 and sum(w not in known for w in words) <= len(words) // 10
 
 
-def _only_the_goal_again(ctx: CommandContext, answer: dict[str, Any], checked: list[dict[str, Any]]) -> bool:
-    """`changes_requested` whose every finding restates the goal, while every one of the goal's
-    examples holds (and there are some): the review names nothing the code does wrong."""
-    goal = " ".join(strings_in(ctx.cmd.inputs))
+def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
+    """What a finding may only say again: the goal, the reviewer's own instructions and the
+    project's prose files under review (spec, plan). Measured (0.5B under real lorch): after a start
+    over, its finding was the role's instructions ("…review the implementation of the task against
+    its goal, using the files quoted below…") four rounds running; in another run the spec's Status
+    line ("celsius_to_fahrenheit works, but T-001 has a bug")."""
+    from agent.roles.prompting import system_prompt
+
+    docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
+    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt("reviewer", "json"), *docs])
+
+
+def _only_the_goal_again(answer: dict[str, Any], checked: list[dict[str, Any]], known: str) -> bool:
+    """`changes_requested` whose every finding restates `known` (restatable_text), while every one
+    of the goal's examples holds (and there are some): the review names nothing the code does wrong."""
     return (answer["status"] == "changes_requested" and bool(checked) and all(r["held"] for r in checked)
             and bool(answer["findings"])
-            and all(restates_goal(str(f.get("comment", "")), goal) for f in answer["findings"]))
+            and all(restates_goal(str(f.get("comment", "")), known) for f in answer["findings"]))
 
 
-def _rules(ctx: CommandContext, shown: list[str], checked: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+def _rules(ctx: CommandContext, shown: list[str], checked: list[dict[str, Any]], known: str):  # type: ignore[no-untyped-def]
     def check(answer: dict[str, Any]) -> None:
         for f in answer["findings"]:
             if isinstance(f.get("path"), str):
                 f["path"] = f["path"].strip().removeprefix("./")
-        if _only_the_goal_again(ctx, answer, checked):
+        if _only_the_goal_again(answer, checked, known):
             raise InvalidAnswer(
-                "each finding only says the goal again; the agent ran the goal's own examples on this code and "
+                "each finding only says again what the goal, the spec or these instructions say; the agent ran the goal's own examples on this code and "
                 f"each holds ({'; '.join(r['call'] for r in checked)[:300]}). If the code does what the goal "
                 "says, approve. Otherwise say in each finding what the code does wrong: the line, an input, "
                 "and what it gives for it.")
@@ -214,11 +225,11 @@ def _rules(ctx: CommandContext, shown: list[str], checked: list[dict[str, Any]])
     return check
 
 
-def _salvage(ctx: CommandContext, checked: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+def _salvage(ctx: CommandContext, checked: list[dict[str, Any]], known: str):  # type: ignore[no-untyped-def]
     def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
-        if _only_the_goal_again(ctx, answer, checked):
-            ctx.log("warn", "review: changes requested that only restate the goal, whose examples all hold; "
-                    "taken as an approval", findings=len(answer["findings"]))
+        if _only_the_goal_again(answer, checked, known):
+            ctx.log("warn", "review: changes requested that only restate the goal (or the spec, or the "
+                    "instructions), whose examples all hold; taken as an approval", findings=len(answer["findings"]))
             return {**answer, "status": "approved", "findings": [],
                     "summary": f"The goal's {len(checked)} examples hold; the review's findings only restated "
                                "the goal: " + str(answer["summary"])[:300]}
@@ -330,8 +341,9 @@ def handle(ctx: CommandContext) -> Outcome:
         parts.append(since)
     parts.append("## Project files\n" + ("\n".join(listing) or "(none)"))
     ctx.progress(f"asking the model to review {len(to_read)} files", stage="reviewing")
-    answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read, checked),
-                                           salvage=_salvage(ctx, checked),
+    known = restatable_text(ctx, to_read)
+    answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read, checked, known),
+                                           salvage=_salvage(ctx, checked, known),
                                            plan_context={"examples": _examples_for_plans(ctx, checked, to_read)}),
                            "\n".join(parts))
     data = answer.data
