@@ -32,6 +32,7 @@ from agent.errors import (
     PathRejected,
     PlanError,
     PlanFileMissing,
+    PlanInvalid,
     SecretInArtifact,
 )
 from agent.models.base import ModelRequest
@@ -456,10 +457,31 @@ class _ToolRound(Exception):
         self.results = results
 
 
+def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
+    """The plan with a long string that swallowed its own code closed where the code resumes
+    (agent/plans/unclosed.py), or the plan as it came."""
+    from agent.plans.lint import syntax_check
+    from agent.plans.unclosed import close_swallowed_string
+
+    try:
+        syntax_check(source)
+        return source
+    except PlanInvalid as exc:
+        closed = close_swallowed_string(source, exc.message)
+    if closed is None:
+        return source
+    repaired, line = closed
+    ctx.audit.record("plan_string_closed", task_id=ctx.cmd.task_id, line=line)
+    ctx.log("warn", "plan: a long string ran on into the plan's own code; closed it where the code resumes",
+            line=line)
+    return repaired
+
+
 def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -> Answer:
     plans = _plans()
     source = plans.find_lua_plan(text)
     if source is not None:
+        source = _closed_if_swallowed(ctx, source)
         try:
             outcome = plans.run_plan(source, {**plan_context(ctx), **(spec.plan_context or {})}, workspace=ctx.workspace,
                                      limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),

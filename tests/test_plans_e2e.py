@@ -182,3 +182,19 @@ end''')
     assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
     assert "1 line of the file left out" in done["payload"]["summary"]
     assert (workspace / "p.py").read_text() == 'def is_p(t):\n    """Same both ways."""\n    t = t.lower()\n    return t == t[::-1]\n'
+
+
+def test_a_plan_whose_long_string_swallowed_its_code_is_closed_and_runs(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B held to the plan grammar (run gram3): the test file's `]])` never came, so the
+    # plan's own code became text and the reply ran on in prose to its token limit.
+    reply = ("```lua\nfunction run(context)\n  local w = tools.write(\"tests/test_a.py\", [[\nimport a\n\n\n"
+             "def test_a():\n    assert a.A == 1\n  if w.error then error(\"write failed: \" .. w.error) end\n"
+             "  return {summary = \"wrote the test\"}\nend\n``\n\nThis Lua plan follows the structure of the task.")
+    got = spawn("builder", replies=[reply]).run(make_command("implement"))
+    done = events(got, "builder.completed")[-1]
+    assert done["payload"]["answer_via"] == "lua" and done["payload"]["files"] == ["tests/test_a.py"]
+    assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n    assert a.A == 1\n"
+    warns = [m for m in got if m.get("kind") == "log" and m.get("level") == "warn"]
+    assert any("a long string ran on into the plan's own code" in m["message"] for m in warns)
+    audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert [a["line"] for a in audit if a["event"] == "plan_string_closed"] == [8]
