@@ -211,20 +211,39 @@ FIZZ_RIGHT = ("```python\ndef fizz(n):\n    # both first\n    return ['FizzBuzz'
               "else 'Buzz' if i % 5 == 0 else str(i) for i in range(1, n + 1)]\n```")
 
 
-def test_two_versions_that_hold_but_differ_near_the_examples_are_decided_by_a_third(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-1.5B under real lorch: fizzbuzz without "FizzBuzz" while fizzbuzz(5), the one example, held
-    for n, replies in enumerate(([FIZZ_SLIP, FIZZ_RIGHT, FIZZ_RIGHT], [FIZZ_RIGHT, FIZZ_SLIP, FIZZ_RIGHT])):
+FIZZ_REVERSED = ("```python\ndef fizz(n):\n    out = ['FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 "
+                 "else 'Buzz' if i % 5 == 0 else str(i) for i in range(1, n + 1)]\n    return out[::-1] if n > 5 else out\n```")
+
+
+def _chosen_log(out: list[dict]) -> dict:  # type: ignore[type-arg]
+    [chosen] = [m for m in out if m.get("kind") == "log" and m.get("message") == "fizz written: the goal's examples hold"]
+    return chosen
+
+
+def test_of_two_versions_that_hold_the_one_returning_more_of_the_goals_strings_wins(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B and 0.5B under real lorch: fizzbuzz without "FizzBuzz" while fizzbuzz(5), the one
+    # example, held; in runs AH and gram3 two of three candidates shared that slip and outvoted the right one
+    for n, replies in enumerate(([FIZZ_SLIP, FIZZ_RIGHT, FIZZ_SLIP], [FIZZ_RIGHT, FIZZ_SLIP, FIZZ_SLIP])):
         (workspace / "fizz.py").unlink(missing_ok=True)
         agent = spawn("builder", "--test-command", "true", replies=replies)
         out = agent.run(make_command("implement", task_id=f"T-{n}", inputs=FIZZ_GOAL))
         done = events(out, "builder.completed")[-1]
-        assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 3
+        assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 2
         assert "FizzBuzz" in (workspace / "fizz.py").read_text(), replies
-        [chosen] = [m for m in out if m.get("kind") == "log" and m.get("message") == "fizz written: the goal's examples hold"]
-        assert chosen["fields"]["versions_compared"] == 3
-    probes = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()
-              if '"example_fix_probe"' in line]
+        assert _chosen_log(out)["fields"]["versions_compared"] == 2
+    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    probes = [a for a in audit if a["event"] == "example_fix_probe"]
     assert len({p["behaviour"] for p in probes}) == 2  # the slip and the right one differ on fizz(15)
+    assert [a["counts"] for a in audit if a["event"] == "example_fix_goal_outputs"] == [[2, 3], [3, 2]]
+
+
+def test_two_versions_that_differ_but_return_as_many_of_the_goals_strings_are_decided_by_a_third(
+        spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_REVERSED, FIZZ_RIGHT, FIZZ_RIGHT])
+    out = agent.run(make_command("implement", inputs=FIZZ_GOAL))
+    done = events(out, "builder.completed")[-1]
+    assert done["payload"]["usage"]["calls"] == 3 and "[::-1]" not in (workspace / "fizz.py").read_text()
+    assert _chosen_log(out)["fields"]["versions_compared"] == 3
 
 
 def test_two_versions_that_agree_near_the_examples_settle_it_at_once(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

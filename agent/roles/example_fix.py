@@ -146,9 +146,9 @@ def _one_function(ctx: CommandContext, name: str, path: str, source: str, exampl
             return _chosen(ctx, name, path, new, merged[0], attempt, len(ran))
         holding.append((merged[0], _behaviour(ctx, name, path, merged[0], probes)))
         limit = max(limit, min(attempt + 2, tries + 2))  # room for a second opinion and a decider
-        agreed = _agreed(holding)
-        if agreed is not None or len(holding) >= 3:
-            return _chosen(ctx, name, path, new, agreed or holding[0][0], attempt, len(ran), len(holding))
+        decided = _most_of_the_goals_outputs(ctx, name, holding) or _agreed(holding)
+        if decided is not None or len(holding) >= 3:
+            return _chosen(ctx, name, path, new, decided or holding[0][0], attempt, len(ran), len(holding))
     if holding:
         return _chosen(ctx, name, path, new, holding[0][0], attempt, len(examples), len(holding))
     ctx.log("warn", f"no version of {name} made the goal's examples hold", path=path, tried=len(tried))
@@ -160,6 +160,27 @@ def _chosen(ctx: CommandContext, name: str, path: str, new: bool, source: str, a
     ctx.log("info", f"{name} {'written' if new else 'rewritten'}: the goal's examples hold", path=path,
             attempt=attempt, examples=examples, **({"versions_compared": holding} if holding > 1 else {}))
     return source
+
+
+_OUTPUT_STRING = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+
+
+def _most_of_the_goals_outputs(ctx: CommandContext, name: str, holding: list[tuple[str, tuple[str, ...]]]) -> str | None:
+    """The one candidate whose results near the examples hold more of the strings the goal names
+    than any other's, or None. The goal's own words outweigh a vote: measured (0.5B and 1.5B under
+    real lorch, new-fizzbuzz), two of three candidates shared the slip (no "FizzBuzz" for 15) and
+    outvoted the right one, though the goal names "FizzBuzz" and only the right one ever returned it."""
+    if len(holding) < 2:
+        return None
+    goal = " ".join(strings_in(ctx.cmd.inputs))
+    counts = [len({a or b for out in seen for a, b in _OUTPUT_STRING.findall(out)
+                   if re.search("[A-Za-z]", a or b) and re.search(rf"(?<!\w){re.escape(a or b)}(?!\w)", goal)})
+              for _, seen in holding]
+    best = max(counts)
+    if counts.count(best) > 1:
+        return None
+    ctx.audit.record("example_fix_goal_outputs", task_id=ctx.cmd.task_id, function=name, counts=counts)
+    return holding[counts.index(best)][0]
 
 
 def _agreed(holding: list[tuple[str, tuple[str, ...]]]) -> str | None:
