@@ -272,3 +272,30 @@ def test_a_long_function_is_shown_whole_to_the_first_candidate_only(spawn, works
     asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
     assert "Module temp.py, as it is now:" in asked[0] and "step15 = 15" in asked[0]
     assert "with the body of `f_to_c` left out" in asked[1] and "step15" not in asked[1]
+
+
+QUOTED_FIZZ_GOAL = {"goal": 'Create fizz.py with fizz(n): a list of n strings for 1 to n, "Fizz" for multiples of 3, '
+                            '"Buzz" for 5, "FizzBuzz" for both. Example: fizz(5) == ["1", "2", "Fizz", "4", "Buzz"].'}
+
+
+def test_versions_that_never_return_a_string_the_goal_quotes_are_asked_again_with_that_said(
+        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B under real lorch (run gram4): both versions returned "Fizz" and "Buzz", never
+    # "FizzBuzz" (not even for fizz(15)), agreed with each other, and were written
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--test-command", "true", "--record", str(rec),
+                  replies=[FIZZ_SLIP, FIZZ_SLIP, FIZZ_RIGHT, FIZZ_RIGHT])
+    out = agent.run(make_command("implement", inputs=QUOTED_FIZZ_GOAL))
+    done = events(out, "builder.completed")[-1]
+    assert "FizzBuzz" in (workspace / "fizz.py").read_text() and done["payload"]["usage"]["calls"] == 4
+    third = [json.loads(x)["request"]["messages"][-1]["content"] for x in rec.read_text().splitlines()][2]
+    assert '- it never returned "FizzBuzz", which the goal names, for any of fizz(0), fizz(1),' in third
+    audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert [a["missing"] for a in audit if a["event"] == "example_fix_goal_strings"] == [["FizzBuzz"], ["FizzBuzz"]]
+
+
+def test_when_no_version_returns_every_quoted_string_one_that_holds_is_still_written(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_SLIP] * 5)
+    done = events(agent.run(make_command("implement", inputs=QUOTED_FIZZ_GOAL)), "builder.completed")[-1]
+    assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 3
+    assert "'Fizz' if i % 3" in (workspace / "fizz.py").read_text()
