@@ -8,7 +8,7 @@ for sampling, not the validator: whatever it lets through still goes through `ch
 
 The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
 - the reply is a ```lua fence (after at most three short prose lines) or a bare chunk;
-- the chunk: up to 8 `local function` helpers and `local NAME = <literal>` constants, then one
+- the chunk: up to 8 `local function` helpers, then one
   `function run(context) ... end` whose every `return` is a table shaped like the answer (keys,
   value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
 - statements: `local`, single assignment, calls, if/elseif/else, numeric and generic `for`
@@ -68,7 +68,7 @@ _COMMENTS = 6         # comment lines in one run of whitespace (plus one right a
 _COMMENT_CHARS = 160
 _HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
 _DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
-_TOP_ITEMS = 8        # helpers and constants before `function run`
+_TOP_ITEMS = 8        # helpers before `function run`
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
@@ -537,11 +537,11 @@ def _chunk(g: _Rules) -> None:
     # Exactly `function run(`: what find_lua_plan looks for in a bare chunk (a comment in between
     # would hide it), and no room for a run of spaces.
     g.add("rundef", '"function run(" ws name ws ")" block-run sp "end"')
-    # Before `run`: a few helpers and constants, nothing that runs (a model otherwise writes its
-    # whole program at the top level and never reaches `run`).
-    g.add("const", '"{" ws (tfield (ws fsep ws tfield)* (ws fsep)? ws)? "}" | sstr | lstr | num | "-" num | '
-                   '"true" | "false"')
-    g.add("topitem", '"local" sp (localfn | name ws "=" ws const)')
+    # Before `run`: a few helpers, nothing that runs (a model otherwise writes its whole program at
+    # the top level and never reaches `run`), and no constants: measured (0.5B, runs gram3 and
+    # gram4), top-level `local x = ...` came only in plans that had lost their way ("-- Step 1: Read
+    # the input file", then locals, then a `run` that looped), never in the 1.5B's 41 plans.
+    g.add("topitem", '"local" sp localfn')
     g.add("chunk", f'headcomment? ws (topitem sp){{0,{_TOP_ITEMS}}} rundef ws')
     g.add("root", f'{prose}{{0,{_PROSE_LINES}}} "\\n"{{0,2}} "```lua\\n" chunk "\\n```" | chunk')
 

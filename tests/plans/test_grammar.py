@@ -71,12 +71,12 @@ def fenced(body: str) -> str:
 
 # -- good plans -------------------------------------------------------------------------------
 BUILDER_RICH = '''-- Add subtract, write its test, report both.
-local HEADER = "# generated"
 local function join(parts, sep)
   return table.concat(parts, sep or "\\n")
 end
 
 function run(context)
+  local HEADER = "# generated"
   local files = {}
   local body = [==[
 def subtract(a, b):
@@ -288,6 +288,8 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
                  id="top-level-call"),
     pytest.param("builder", fenced("print('hi')\nfunction run(c)\n  return {summary = 'x'}\nend"),
                  id="top-level-statement"),
+    pytest.param("builder", fenced("local input = 'a.py'\nfunction run(c)\n  return {summary = input}\nend"),
+                 id="top-level-constant"),
     pytest.param("builder", fenced("function run(c)\n  return {summary = 'x'}\nend\nrun({})"), id="code-after-run"),
     pytest.param("reviewer", fenced("function run(c)\n  return {status = 'approve', summary = 'x', findings = {}}\nend"),
                  id="status-not-in-enum"),

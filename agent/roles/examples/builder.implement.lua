@@ -1,4 +1,3 @@
--- Example task: add greet(name) to hello.py returning "Hello, <name>!", with a test.
 function run(context)
   local r = tools.edit("hello.py", '    return "1.0"\n',
     '    return "1.0"\n\n\ndef greet(name):\n    return f"Hello, {name}!"\n')

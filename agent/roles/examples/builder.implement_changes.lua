@@ -1,4 +1,3 @@
--- Example task: review finding "hello.py line 5: greet("") should return "Hello, stranger!"".
 function run(context)
   local r = tools.edit("hello.py", '    return f"Hello, {name}!"\n',
     '    return f"Hello, {name or \'stranger\'}!"\n')

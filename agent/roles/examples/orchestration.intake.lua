@@ -1,4 +1,3 @@
--- Example task: instruction "add a greeting"; the candidate PLAN.md lists "T-1 add greet(name)".
 function run(context)
   local plan = context.inputs.discovery.candidates[1].path
   local text = tools.read(plan)

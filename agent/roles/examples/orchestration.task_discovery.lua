@@ -1,4 +1,3 @@
--- Example task: "what is next?"; the candidate ROADMAP.md lists the next tasks as "T-<n> <title>".
 function run(context)
   local plan = context.inputs.discovery.candidates[1].path
   local text = tools.read(plan)

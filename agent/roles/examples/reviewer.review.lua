@@ -1,4 +1,3 @@
--- Example task: review greet(name) in hello.py against the goal's examples the agent ran.
 function run(context)
   local findings = {}
   for _, e in ipairs(context.examples or {}) do

@@ -1,4 +1,3 @@
--- Example task: EX-1 added greet(name) and was approved; record it in Status and Changelog.
 function run(context)
   return {status = "updated", summary = "Status and Changelog record greet",
           section_edits = {
