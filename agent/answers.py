@@ -44,6 +44,7 @@ __all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "o
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
+_PLAN_KEEP = 6000
 _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
 # default 0.2 Qwen2.5-Coder-0.5B gave the identical broken file on every repair.
@@ -423,6 +424,13 @@ def _normal(text: str) -> str:
 
 
 def _clip(text: str) -> str:
+    """The rejected reply as the next request shows it. A plan of up to _PLAN_KEEP characters is shown
+    whole, without the prose around it: a model repairs by copying its last answer, and the 1.5B
+    (run gram2 under the grammar) copied the clip mark too, which had fallen inside a long string,
+    so the string never closed and the reply ran on to its token limit."""
+    source = _plans().find_lua_plan(text)
+    if source is not None and len(source) <= _PLAN_KEEP:
+        return f"```lua\n{source}\n```"
     if len(text) <= _REJECTED_KEEP:
         return text
     return f"{text[:_REJECTED_KEEP]}\n[… {len(text) - _REJECTED_KEEP} more characters of the rejected answer omitted …]"

@@ -198,3 +198,21 @@ def test_a_plan_whose_long_string_swallowed_its_code_is_closed_and_runs(spawn, w
     assert any("a long string ran on into the plan's own code" in m["message"] for m in warns)
     audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
     assert [a["line"] for a in audit if a["event"] == "plan_string_closed"] == [8]
+
+
+def test_a_rejected_plan_goes_back_whole_without_the_prose_around_it(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-1.5B (run gram2, held to the grammar) repaired by copying its last plan, clip mark
+    # and all: the mark had fallen inside a long string, which then never closed
+    content = "".join(f"line {i} of the test file\n" for i in range(120))          # ~3 KB of file content
+    plan = ('function run(context)\n  local r = tools.edit("a.py", "missing text", "x")\n'
+            '  if type(r) == "table" and r.error then error("edit failed: " .. r.error) end\n'
+            f'  tools.write("tests/test_a.py", [[\n{content}]])\n  return {{summary = "done"}}\nend')
+    reply = "Here is the plan.\n" + lua(plan) + "\nIt edits a.py and writes a test." + " More prose." * 200
+    good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
+    rec = tmp_path / "rec.jsonl"
+    (workspace / "a.py").write_text("x = 1\n")
+    agent = spawn("builder", "--record", str(rec), replies=[reply, good])
+    assert events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["summary"] == "fixed"
+    second = json.loads(rec.read_text().splitlines()[1])["request"]["messages"]
+    assert second[-2] == {"role": "assistant", "content": lua(plan)}
+    assert "edit failed" in second[-1]["content"]
