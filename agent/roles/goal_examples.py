@@ -25,13 +25,15 @@ from typing import Any
 import orjson
 
 from agent.answers import strings_in
+from agent.errors import AgentError, ShuttingDown
 from agent.roles.changes import is_test_path
 from agent.roles.context import CommandContext
 from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 
-__all__ = ["Example", "examples_in", "examples_of", "run_examples", "failed_text", "said"]
+__all__ = ["Example", "examples_in", "examples_of", "run_examples", "run_goal_examples", "examples_section",
+           "failed_text", "said"]
 
 _CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
 _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
@@ -201,6 +203,27 @@ def run_examples(ctx: CommandContext, examples: list[Example],
                             **({"raised": raised} if raised else {})})
     order = {e.call: i for i, e in enumerate(examples)}
     return sorted(results, key=lambda r: order[r["call"]])
+
+
+def run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
+    """The goal's examples run on the code as it is; [] without them or without a sandbox (a `warn` log)."""
+    examples = examples_of(ctx)
+    if not examples:
+        return []
+    try:
+        return run_examples(ctx, examples)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:  # no sandbox for commands here: go on without them
+        ctx.log("warn", f"{ctx.role}: the goal's examples were not run", code=exc.code)
+        return []
+
+
+def examples_section(checked: list[dict[str, Any]]) -> str:
+    """The prompt section of the goal's examples as the agent ran them on the code now."""
+    return "## The goal's own examples, run on the code now by the agent\n" + "\n".join(
+        f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + said(r['expected'])}"
+        for r in checked)
 
 
 def failed_text(results: list[dict[str, Any]]) -> str:

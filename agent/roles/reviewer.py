@@ -17,11 +17,11 @@ import orjson
 
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer, strings_in
 from agent.clock import utc_now
-from agent.errors import AgentError, ReviewLoopLimit, ShuttingDown
+from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.goal_examples import examples_of, run_examples, said
+from agent.roles.goal_examples import examples_section, run_goal_examples, said
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -34,7 +34,8 @@ from agent.roles.prompting import (
 )
 from agent.workspace import AGENT_DIR, sanitize_id
 
-__all__ = ["handle", "builder_files", "grounding_errors", "diff_summary"]
+__all__ = ["handle", "builder_files", "grounding_errors", "diff_summary", "restates_goal", "restatable_text",
+           "examples_for_plans"]
 
 _BUILDER_RECEIPT = re.compile(r"^(implement|implement_changes)-(\d+)\.json$")
 _SNAPSHOT_BYTES = 64 * 1024
@@ -191,7 +192,7 @@ def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
     from agent.roles.prompting import system_prompt
 
     docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
-    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt("reviewer", "json"), *docs])
+    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs])
 
 
 def _only_the_goal_again(answer: dict[str, Any], checked: list[dict[str, Any]], known: str) -> bool:
@@ -251,27 +252,13 @@ def _salvage(ctx: CommandContext, checked: list[dict[str, Any]], known: str):  #
     return salvage
 
 
-def _run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
-    """The goal's examples run on the code (goal_examples.py); [] without them or without a sandbox."""
-    examples = examples_of(ctx)
-    if not examples:
-        return []
-    try:
-        return run_examples(ctx, examples)
-    except ShuttingDown:
-        raise
-    except AgentError as exc:  # no sandbox for commands here: review without them
-        ctx.log("warn", "review: the goal's examples were not run", code=exc.code)
-        return []
-
-
 def _example_path(ctx: CommandContext, result: dict[str, Any], to_read: list[str]) -> str:
     """The file a finding about an example cites: the function's module, else a file the builder wrote
     or one under review."""
     return str(result.get("path") or next(iter([*builder_files(ctx), *to_read]), "."))
 
 
-def _examples_for_plans(ctx: CommandContext, checked: list[dict[str, Any]], to_read: list[str]) -> list[dict[str, Any]]:
+def examples_for_plans(ctx: CommandContext, checked: list[dict[str, Any]], to_read: list[str]) -> list[dict[str, Any]]:
     """`context.examples` of a review plan: each example as the agent ran it, ready to cite."""
     return [{"call": r["call"], "held": bool(r["held"]), "got": str(r.get("got", "")),
              "expected": said(r["expected"]), "path": _example_path(ctx, r, to_read),
@@ -331,11 +318,9 @@ def handle(ctx: CommandContext) -> Outcome:
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review (with line numbers)\n" + (quote_files(ctx, budget, to_read, numbered=True)
                                                           or "(none found)")]
-    checked = _run_goal_examples(ctx)
+    checked = run_goal_examples(ctx)
     if checked:
-        parts.append("## The goal's own examples, run on the code now by the agent\n" + "\n".join(
-            f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + said(r['expected'])}"
-            for r in checked))
+        parts.append(examples_section(checked))
     since = _since_last_review(ctx, budget, to_read)
     if since:
         parts.append(since)
@@ -344,7 +329,7 @@ def handle(ctx: CommandContext) -> Outcome:
     known = restatable_text(ctx, to_read)
     answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read, checked, known),
                                            salvage=_salvage(ctx, checked, known),
-                                           plan_context={"examples": _examples_for_plans(ctx, checked, to_read)}),
+                                           plan_context={"examples": examples_for_plans(ctx, checked, to_read)}),
                            "\n".join(parts))
     data = answer.data
     _examples_decide(ctx, data, checked, to_read)

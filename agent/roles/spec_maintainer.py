@@ -18,9 +18,10 @@ from agent.errors import AgentError, ForbiddenSpecEdit, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
-from agent.roles.reviewer import builder_files
+from agent.roles.reviewer import builder_files, examples_for_plans, restatable_text, restates_goal
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "find_spec", "apply_section_edits", "ALLOWED_SECTIONS"]
@@ -102,7 +103,16 @@ _FILLER = frozenset("a an and the of in to with for on section sections spec hea
 _PROMPT_HEADINGS = ("inputs", "goal", "files", "task")  # headings of the maintainer's prompt, cited as sections
 
 
-def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = ()) -> bool:
+# Words that name no change once the agent has run the goal's examples and each holds: "fix
+# temperature.py to match the expected output" (the 1.5B, four rounds of a right fix, run gram2).
+_VAGUE = frozenset("fix fixed fixes fixing match matches matching expected expectation expectations output "
+                   "outputs result results correct correctly incorrect incorrectly bug bugs work works working "
+                   "properly should must behaviour behavior implementation implemented implement code function "
+                   "functions make sure return returns returned value values so that according accordingly "
+                   "this its their test tests pass passes passing".split())
+
+
+def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = (), vague: bool = False) -> bool:
     """Required changes that only name spec sections ("status", "changelog", the spec's own headings,
     the prompt's "Inputs"), the maintainer's own work ("updated", "added"), or files ("fizzbuzz.py"):
     nothing the builder could act on. Measured (1.5B under real lorch): `required_changes:
@@ -117,7 +127,7 @@ def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = ())
         for name in names:  # longest first: "open questions" before "questions"
             text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", " ", text)
         text = _BARE_PATH.sub(" ", text)
-        return all(w in _FILLER for w in re.findall(r"[\w&+]+|[,.]", text))
+        return all(w in _FILLER or (vague and w in _VAGUE) for w in re.findall(r"[\w&+]+|[,.]", text))
 
     return bool(changes) and all(isinstance(c, str) and bookkeeping(c) for c in changes)
 
@@ -132,12 +142,24 @@ class _Answers:
     the earlier answer whose allowed edits it can apply, dropping the forbidden ones.
     """
 
-    def __init__(self, ctx: CommandContext, spec: str | None) -> None:
+    def __init__(self, ctx: CommandContext, spec: str | None, checked: list[dict[str, Any]]) -> None:
         self.ctx = ctx
         self.spec = spec
         text = read_project_text(ctx, spec) if spec else None
         self.headings = tuple(m.group(2) for line in (text or "").splitlines() if (m := _HEADING.match(line)))
         self.with_edits: dict[str, Any] | None = None  # the last answer with at least one allowed edit
+        # The goal's examples all hold: a change that is vague or only says the goal (or the spec, or
+        # these instructions) again names nothing the code does wrong.
+        self.examples_hold = bool(checked) and all(r["held"] for r in checked)
+        self.calls = "; ".join(r["call"] for r in checked)[:300]
+        self.known = restatable_text(ctx, [spec] if spec else [])
+
+    def nothing(self, changes: list[Any]) -> bool:
+        """Required changes that give the builder nothing to do (see _nothing_for_the_builder)."""
+        if _nothing_for_the_builder(changes, self.headings, vague=self.examples_hold):
+            return True
+        return self.examples_hold and bool(changes) and all(
+            isinstance(c, str) and restates_goal(c, self.known) for c in changes)
 
     def check(self, answer: dict[str, Any]) -> None:
         edits = answer.get("section_edits") or []
@@ -146,19 +168,19 @@ class _Answers:
                                     "(no_changes_needed or changes_requested)")
         if self.spec is not None and any(edit_error(e) is None for e in edits):
             self.with_edits = answer
-        if answer.get("status") == "changes_requested" and _nothing_for_the_builder(answer.get("required_changes") or [],
-                                                                                    self.headings):
+        if answer.get("status") == "changes_requested" and self.nothing(answer.get("required_changes") or []):
+            held = (f"; the agent ran the goal's own examples on the code and each holds ({self.calls})"
+                    if self.examples_hold else "")
             raise InvalidAnswer(
-                "required_changes name only spec sections or files (" + ", ".join(answer["required_changes"][:6]) +
-                "): sections are yours to edit, and a file name says nothing the builder can do. If the code "
-                "meets the spec, answer status "
+                "required_changes name only spec sections or files, or say nothing the code must change (" +
+                ", ".join(answer["required_changes"][:6]) + "): sections are yours to edit, and a file name says "
+                f"nothing the builder can do{held}. If the code meets the spec, answer status "
                 f"\"updated\" with section_edits of {', '.join(ALLOWED_SECTIONS)}; use changes_requested only "
                 "for code that contradicts the spec, saying what the code must change.")
         check_edits(answer)
 
     def salvage(self, answer: dict[str, Any]) -> dict[str, Any] | None:
-        if _nothing_for_the_builder(answer.get("required_changes") or [], self.headings) \
-                or not answer.get("section_edits"):
+        if self.nothing(answer.get("required_changes") or []) or not answer.get("section_edits"):
             if self.with_edits is not None and answer is not self.with_edits:
                 self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
                 answer = self.with_edits
@@ -172,8 +194,7 @@ class _Answers:
         dropped = [str(e["section"]) for e in edits if e not in kept]
         self.ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
         out = {**answer, "section_edits": kept}
-        if out["status"] == "changes_requested" and _nothing_for_the_builder(out.get("required_changes") or [],
-                                                                             self.headings):
+        if out["status"] == "changes_requested" and self.nothing(out.get("required_changes") or []):
             self.ctx.log("info", "spec: changes requested of the spec's own sections only; none sent to the builder")
             out.update(status="updated" if kept else "no_changes_needed", required_changes=[])
         if not kept:
@@ -220,9 +241,13 @@ def handle(ctx: CommandContext) -> Outcome:
                      + (quote_feedback(ctx, budget, [f"spec_notes/{safe}.json"]) or "(none)")
                      + f"\nThis is round {round_no} of at most {limit}: ask for changes again only if the "
                        "implementation still contradicts the spec.")
+    checked = run_goal_examples(ctx)
+    if checked:
+        parts.append(examples_section(checked))
     ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
-    seen = _Answers(ctx, spec)
-    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage),
+    seen = _Answers(ctx, spec, checked)
+    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage,
+                                           plan_context={"examples": examples_for_plans(ctx, checked, [])}),
                            "\n".join(parts))
     data = answer.data
     edits = data.get("section_edits") or []
