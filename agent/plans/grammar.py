@@ -189,26 +189,32 @@ def _long_string(g: _Rules, level: int) -> str:
     """`[==[ ... ]==]`: any text (newlines, quotes, backslashes) up to the first closing bracket.
 
     States: how much of the closing bracket `]` `=`*level `]` the text ends with (k = 0..level+1,
-    `]` then k-1 `=`), times the backtick run (0..2). The text may not end right after `]` and all
-    the `=` of the level, since the closing bracket would then close one character early.
+    `]` then k-1 `=`), times the backtick run (0..2), plus the start of a line. The text may not end
+    right after `]` and all the `=` of the level, since the closing bracket would then close one
+    character early. No line of the text starts with a backtick: a model that forgot the closing
+    bracket and reached for the reply's closing fence ("``" at a line's start, then prose to its
+    token limit: the 0.5B and the 1.5B, runs gram2 and gram5) is held to the text's own end instead.
     """
     eq = "=" * level
     close = "]" + eq + "]"
     full = level + 1                      # state: `]` plus every `=` seen; `]` now would close
+    line_start = f"ls{level}-nl"
 
     def state(k: int, b: int) -> str:
         return f"ls{level}-k{k}-b{b}"
 
-    # Reachable states: (0, b) after b backticks, (k, 0) inside a possible closing bracket.
-    for k, b in [(0, 0), (0, 1), (0, 2), *((k, 0) for k in range(1, full + 1))]:
+    # Reachable states: (0, b) after b backticks, (k, 0) inside a possible closing bracket, and the
+    # start of a line (as (0, 0), but no backtick).
+    for k, b in [(0, 0), (0, 1), (0, 2), *((k, 0) for k in range(1, full + 1)), (0, -1)]:
         alts = [] if k == full else [_lit(close)]
-        alts.append(f"{_cls(']=' + _FENCE, negate=True)} {state(0, 0)}")
-        if b < 2:
+        alts.append(f"{_cls(']=' + _FENCE + chr(10), negate=True)} {state(0, 0)}")
+        alts.append(f"{_lit(chr(10))} {line_start}")
+        if 0 <= b < 2:
             alts.append(f"{_lit(_FENCE)} {state(0, b + 1)}")
         if k != full:
             alts.append(f"{_lit(']')} {state(1, 0)}")
         alts.append(f"{_lit('=')} {state(k + 1 if 1 <= k < full else 0, 0)}")
-        g.add(state(k, b), " | ".join(alts))
+        g.add(line_start if b == -1 else state(k, b), " | ".join(alts))
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 

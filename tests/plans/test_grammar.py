@@ -498,7 +498,8 @@ def test_no_tools_means_no_tool_calls() -> None:
 # -- lexical corner cases, exhaustively over small alphabets ------------------------------------
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_long_strings_hold_any_text_up_to_their_closing_bracket(level: int) -> None:
-    """Accepted exactly when Lua reads the text back unchanged (and it holds no ```)."""
+    """Accepted exactly when Lua reads the text back unchanged, it holds no ```, and no line of it
+    starts with a backtick (where a model that forgot `]]` reaches for the reply's closing fence)."""
     g = grammar("builder")
     eq = "=" * level
     for n in range(6):
@@ -507,7 +508,7 @@ def test_long_strings_hold_any_text_up_to_their_closing_bracket(level: int) -> N
             text = f"[{eq}[{content}]{eq}]"
             value = lua_value(text)
             lua_reads_it = value is not None and value.decode() == content.removeprefix("\n")
-            expected = lua_reads_it and "```" not in content
+            expected = lua_reads_it and "```" not in content and "\n`" not in content
             assert g.accepts(text, "lstr") is expected, repr(text)
 
 
