@@ -197,7 +197,7 @@ def test_a_review_plan_reads_the_examples_the_agent_ran_from_its_context(spawn, 
         {"path": "temp.py", "line": 1, "comment": "f_to_c(212) returned 194.22222222222223; the goal says 100.0"},
         {"path": "temp.py", "line": 1, "comment": "f_to_c(32) returned 14.222222222222221; the goal says 0.0"}]
     first = "\n".join(m["content"] for m in json.loads(rec.read_text().splitlines()[0])["request"]["messages"])
-    assert "for a review also examples: the goal's examples as the agent ran them" in first
+    assert "for a review or a spec update also examples: the goal's examples as\nthe agent ran them" in first
     assert "- greet(\"Ada\"): returned 'Hello Ada'; the goal says 'Hello, Ada!'" in first  # the example's own task
     (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
     done = events(agent.run(make_command("review", task_id="T-2", inputs=GOAL)), "review.completed")[-1]

@@ -216,3 +216,11 @@ def test_a_rejected_plan_goes_back_whole_without_the_prose_around_it(spawn, work
     second = json.loads(rec.read_text().splitlines()[1])["request"]["messages"]
     assert second[-2] == {"role": "assistant", "content": lua(plan)}
     assert "edit failed" in second[-1]["content"]
+
+
+def test_a_plan_reads_the_goal_as_context_goal(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B's spec plans (run gram5) read `context.goal` in all three attempts
+    plan = lua('function run(context)\n  return {summary = "goal: " .. context.goal .. " / " .. context.inputs.goal,\n'
+               '          no_changes_reason = "a test of the context"}\nend')
+    got = spawn("builder", replies=[plan]).run(make_command("implement", inputs={"goal": "add greet"}))
+    assert events(got, "builder.completed")[-1]["payload"]["summary"] == "goal: add greet / add greet"
