@@ -214,7 +214,12 @@ def test_a_finding_that_only_restates_the_instructions_or_the_spec_is_no_finding
     instructions = {"path": "temp.py", "comment": "The goal is to fix the implementation of the task against its "
                     "goal, using the files quoted below (with line numbers). Answer `approved` when the goal is met."}
     status = {"path": "temp.py", "comment": "c_to_f works, but T-0001 has a bug in f_to_c"}
-    for i, finding in enumerate((instructions, status)):
+    (workspace / "tests").mkdir(exist_ok=True)
+    (workspace / "tests/test_temp_units.py").write_text("import temp\n")
+    # run V: the goal said again of another file it names
+    of_a_file = {"path": "tests/test_temp_units.py", "comment": "Fix f_to_c in tests/test_temp_units.py: f_to_c(212) "
+                                                                "must return 100.0"}
+    for i, finding in enumerate((instructions, status, of_a_file)):
         said_again = json.dumps({"status": "changes_requested", "summary": "s", "findings": [finding]})
         agent = spawn("reviewer", "--test-command", "true", "--max-repairs", "1", replies=[said_again, said_again])
         out = agent.run(make_command("review", task_id=f"T-{i}", inputs=GOAL))

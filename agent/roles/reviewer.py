@@ -192,7 +192,9 @@ def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
     from agent.roles.prompting import system_prompt
 
     docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
-    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs])
+    # The paths themselves too: naming a file says nothing it must change (run V, 0.5B: the goal said
+    # again of "tests/test_palindrome.py", four rounds, until review_loop_limit on right code).
+    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs, *shown])
 
 
 def _only_the_goal_again(answer: dict[str, Any], checked: list[dict[str, Any]], known: str) -> bool:
