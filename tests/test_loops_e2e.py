@@ -188,6 +188,12 @@ def test_a_vague_change_request_while_the_goals_examples_hold_needs_no_builder(s
     out = spawn("spec_maintainer", "--record", str(rec), "--test-command", "true",
                 replies=[vague, vague, vague]).run(make_command("update_spec", inputs=goal))
     assert events(out, "spec.no_changes_needed") and not events(out, "spec.changes_requested")
+    # the 0.5B (run gram8): ["findings"], "the goal's examples do not hold", while they all held
+    word = json.dumps({"status": "changes_requested", "summary": "the goal's examples do not hold",
+                       "required_changes": ["findings"]})
+    out2 = spawn("spec_maintainer", "--test-command", "true", replies=[word, word, word]).run(
+        make_command("update_spec", task_id="T-0003", inputs=goal))
+    assert events(out2, "spec.no_changes_needed") and not events(out2, "spec.changes_requested")
     sent = [json.loads(x)["request"]["messages"][-1]["content"] for x in rec.read_text().splitlines()]
     assert "## The goal's own examples, run on the code now by the agent\n- f_to_c(212): holds" in sent[0]
     assert "the agent ran the goal's own examples on the code and each holds (f_to_c(212); f_to_c(32))" in sent[1]

@@ -104,12 +104,14 @@ _PROMPT_HEADINGS = ("inputs", "goal", "files", "task")  # headings of the mainta
 
 
 # Words that name no change once the agent has run the goal's examples and each holds: "fix
-# temperature.py to match the expected output" (the 1.5B, four rounds of a right fix, run gram2).
+# temperature.py to match the expected output" (the 1.5B, four rounds of a right fix, run gram2);
+# ["findings"] with "the goal's examples do not hold" while they all held (the 0.5B, run gram8).
 _VAGUE = frozenset("fix fixed fixes fixing match matches matching expected expectation expectations output "
                    "outputs result results correct correctly incorrect incorrectly bug bugs work works working "
                    "properly should must behaviour behavior implementation implemented implement code function "
                    "functions make sure return returns returned value values so that according accordingly "
-                   "this its their test tests pass passes passing".split())
+                   "this its their test tests pass passes passing finding findings example examples hold holds "
+                   "not do does".split())
 
 
 def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = (), vague: bool = False) -> bool:
