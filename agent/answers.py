@@ -469,8 +469,10 @@ def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
     """The plan with a long string that swallowed its own code closed where the code resumes
     (agent/plans/unclosed.py), or the plan as it came."""
     from agent.plans.lint import syntax_check
-    from agent.plans.unclosed import close_swallowed_string
+    from agent.plans.unclosed import close_swallowed_string, has_unclosed_bracket
 
+    if not has_unclosed_bracket(source):  # the usual case: no second compile of the plan
+        return source
     try:
         syntax_check(source)
         return source

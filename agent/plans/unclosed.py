@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-__all__ = ["close_swallowed_string"]
+__all__ = ["close_swallowed_string", "has_unclosed_bracket"]
 
 _UNFINISHED = re.compile(r"unfinished long string \(starting at line (\d+)\)")
 _OPENING = re.compile(r"\[(=*)\[")
@@ -26,6 +26,18 @@ _RUN_END = re.compile(r"^end\b[^\n]*$", re.M)   # `end` at column 0: what closes
 # What may follow the closing bracket: the call or table the string was an argument or field of.
 _CLOSERS = ("]])", "]]", "]]}", "]]})", "]]},", "]])}")
 _MAX_CANDIDATES = 400
+
+
+def has_unclosed_bracket(source: str) -> bool:
+    """A cheap text test, before any compiling: a long bracket `[[` / `[=[` … with no closing one
+    after it. False for nearly every plan, so a plan is compiled once, by the sandbox's own check."""
+    pos = 0
+    while (m := _OPENING.search(source, pos)) is not None:
+        end = source.find("]" + m.group(1) + "]", m.end())
+        if end < 0:
+            return True
+        pos = end + len(m.group(1)) + 2
+    return False
 
 
 def close_swallowed_string(source: str, error: str) -> tuple[str, int] | None:

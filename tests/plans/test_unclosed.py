@@ -6,7 +6,7 @@ import pytest
 
 from agent.errors import PlanInvalid
 from agent.plans.lint import check_plan, syntax_check
-from agent.plans.unclosed import close_swallowed_string
+from agent.plans.unclosed import close_swallowed_string, has_unclosed_bracket
 
 # Qwen2.5-Coder-0.5B under real lorch (feature-cart, run gram3), shortened: no `]])` after the test file.
 SWALLOWED = '''-- Example task: implement
@@ -62,3 +62,10 @@ def test_nothing_is_made_up_when_no_cut_compiles_or_the_error_is_another() -> No
     assert close_swallowed_string(prose, _error(prose)) is None
     other = "function run(context)\n  local x = [1, 2]\n  return {summary = 'x'}\nend"
     assert close_swallowed_string(other, _error(other)) is None
+
+
+def test_only_a_plan_with_an_unclosed_long_bracket_is_compiled_for_the_repair() -> None:
+    assert has_unclosed_bracket(SWALLOWED)
+    assert has_unclosed_bracket("local a = [==[ x ]] y")                  # a closing bracket of another level
+    assert not has_unclosed_bracket("local a = [[x]] .. [=[y]]z]=] .. t[1]")
+    assert not has_unclosed_bracket("function run(c)\n  return {summary = 'x'}\nend")
