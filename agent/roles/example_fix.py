@@ -180,6 +180,11 @@ def _chosen(ctx: CommandContext, name: str, path: str, new: bool, source: str, a
 _OUTPUT_STRING = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 
 
+def _returned_strings(seen: tuple[str, ...]) -> set[str]:
+    """The string literals in a candidate's results (their reprs) on the probes."""
+    return {a or b for out in seen for a, b in _OUTPUT_STRING.findall(out)}
+
+
 def _most_of_the_goals_outputs(ctx: CommandContext, name: str, holding: list[tuple[str, tuple[str, ...]]]) -> str | None:
     """The one candidate whose results near the examples hold more of the strings the goal names
     than any other's, or None. The goal's own words outweigh a vote: measured (0.5B and 1.5B under
@@ -188,8 +193,8 @@ def _most_of_the_goals_outputs(ctx: CommandContext, name: str, holding: list[tup
     if len(holding) < 2:
         return None
     goal = " ".join(strings_in(ctx.cmd.inputs))
-    counts = [len({a or b for out in seen for a, b in _OUTPUT_STRING.findall(out)
-                   if re.search("[A-Za-z]", a or b) and re.search(rf"(?<!\w){re.escape(a or b)}(?!\w)", goal)})
+    counts = [len({t for t in _returned_strings(seen)
+                   if re.search("[A-Za-z]", t) and re.search(rf"(?<!\w){re.escape(t)}(?!\w)", goal)})
               for _, seen in holding]
     best = max(counts)
     if counts.count(best) > 1:
@@ -212,7 +217,7 @@ def _goal_strings_never_returned(ctx: CommandContext, examples: list[Example], p
     quoted = {a or b for a, b in _QUOTED.findall(goal) if re.search("[A-Za-z]", a or b)}
     inputs = " ".join([*(e.args for e in examples), *probes])
     quoted = {q for q in quoted if q not in inputs}
-    returned = {a or b for out in seen for a, b in _OUTPUT_STRING.findall(out)}
+    returned = _returned_strings(seen)
     if not quoted & returned:
         return []
     return sorted(quoted - returned)
