@@ -8,11 +8,12 @@ for sampling, not the validator: whatever it lets through still goes through `ch
 
 The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
 - the reply is a ```lua fence (after at most three short prose lines) or a bare chunk;
-- the chunk: up to 8 `local function` helpers, then one
-  `function run(context) ... end` whose every `return` is a table shaped like the answer (keys,
-  value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
+- the chunk: one `function run(context) ... end` whose every `return` is a table shaped like the
+  answer (keys, value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
+  no helper functions, so no call of a bare name but the builtins (a name the plan made up, like
+  `require_path(...)`, is not a function it can call);
 - statements: `local`, single assignment, calls, if/elseif/else, numeric and generic `for`
-  (ipairs, pairs, gmatch), while, repeat, `break` inside loops, `local function`;
+  (ipairs, pairs, gmatch), while, repeat, `break` inside loops;
 - expressions: short strings with Lua escapes, long strings `[[...]]` / `[==[...]==]`, numbers,
   nil/true/false, table constructors (`k = v`, `[e] = v`, positional), field/index/method access,
   calls of `tools.<allowed tool>`, of allow-listed `string`/`table`/`math` functions and builtins,
@@ -68,7 +69,6 @@ _COMMENTS = 6         # comment lines in one run of whitespace (plus one right a
 _COMMENT_CHARS = 160
 _HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
 _DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
-_TOP_ITEMS = 8        # helpers before `function run`
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
@@ -294,7 +294,9 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
     # small models write `file.read()`, `lines.append()`, `path.endswith()`, `context.tools.nope()`.
     g.add("pt-c", '"" | (args | meth) pt-c | acc pt-a')
     g.add("pt-a", '"" | meth pt-c | acc pt-a')
-    g.add("pexp", f'(name | "(" ws expr ws ")" | libcall) pt-c | "math." {_alt([_lit(c) for c in MATH_CONSTANTS])}')
+    # A bare name is a value, never called (the plan defines no functions): the 0.5B called a
+    # made-up `require_path("stats")` twice in a row (run gram9), which only the lint could refuse.
+    g.add("pexp", f'name pt-a | ("(" ws expr ws ")" | libcall) pt-c | "math." {_alt([_lit(c) for c in MATH_CONSTANTS])}')
     g.add("fsep", '"," | ";"')
     g.add("tfield", 'ident ws "=" ws expr | "[" ws exprnl ws "]" ws "=" ws expr | expr')
     g.add("table", '"{" ws (tfield (ws fsep ws tfield)* (ws fsep)? ws)? "}"')
@@ -337,25 +339,23 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
 
 # -- statements -------------------------------------------------------------------------------
 def _statements(g: _Rules, answer: str) -> None:
-    """Blocks for `run` (every return is the answer) and helpers (any return), in and out of loops."""
+    """Blocks for `run` (every return is the answer), in and out of loops."""
     g.add("namelist", 'name (ws "," ws name)*')
-    g.add("localfn", '"function" sp name ws "(" ws (namelist ws)? ")" block-h0-d0 sp "end"')
-    g.add("local", '"local" sp (localfn | namelist (ws "=" ws explist)?)')
+    g.add("local", '"local" sp namelist (ws "=" ws explist)?')
     # A call statement ends in a call, an assignment target in a field, index or bare name; as in
     # expressions, no call right after a field or index. Both start with a name: one rule.
-    g.add("cs-n", "(args | meth) cs-c | acc cs-a")          # after the name
+    g.add("cs-n", "meth cs-c | acc cs-a")                   # after the name (never called)
     g.add("cs-c", '"" | (args | meth) cs-c | acc cs-a')     # after a call
     g.add("cs-a", "meth cs-c | acc cs-a")                   # after a field or index
-    g.add("as-n", '"" | (args | meth) as-c | acc as-a')
+    g.add("as-n", '"" | meth as-c | acc as-a')
     g.add("as-c", "(args | meth) as-c | acc as-a")
     g.add("as-a", '"" | meth as-c | acc as-a')
     g.add("namestat", 'name (cs-n | as-n ws "=" ws expr)')
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
-    g.add("ret-h", '"return" (sp explist)?')
     g.add("ret-r", f'"return" sp {answer}')
     # Blocks are numbered by depth: below _DEPTH only simple statements (the 0.5B nested a dozen
     # `if context.x == ... then` checks of fields that do not exist until its budget ran out).
-    for kind in ("r", "h"):
+    for kind in ("r",):
         for loop in (0, 1):
             for depth in range(_DEPTH + 1):
                 stat, block = f"stat-{kind}{loop}-d{depth}", f"block-{kind}{loop}-d{depth}"
@@ -543,12 +543,12 @@ def _chunk(g: _Rules) -> None:
     # Exactly `function run(`: what find_lua_plan looks for in a bare chunk (a comment in between
     # would hide it), and no room for a run of spaces.
     g.add("rundef", '"function run(" ws name ws ")" block-run sp "end"')
-    # Before `run`: a few helpers, nothing that runs (a model otherwise writes its whole program at
-    # the top level and never reaches `run`), and no constants: measured (0.5B, runs gram3 and
-    # gram4), top-level `local x = ...` came only in plans that had lost their way ("-- Step 1: Read
-    # the input file", then locals, then a `run` that looped), never in the 1.5B's 41 plans.
-    g.add("topitem", '"local" sp localfn')
-    g.add("chunk", f'headcomment? ws (topitem sp){{0,{_TOP_ITEMS}}} rundef ws')
+    # Nothing before `run` but a comment: nothing that runs (a model otherwise writes its whole
+    # program at the top level and never reaches `run`), no constants (measured, 0.5B, runs gram3
+    # and gram4: top-level `local x = ...` came only in plans that had lost their way) and no
+    # helpers (none in 57 grammar-held plans of either model, runs gram–gram9; without them a call
+    # of a bare name is always a mistake, and the grammar can refuse it).
+    g.add("chunk", "headcomment? ws rundef ws")
     g.add("root", f'{prose}{{0,{_PROSE_LINES}}} "\\n"{{0,2}} "```lua\\n" chunk "\\n```" | chunk')
 
 

@@ -71,10 +71,6 @@ def fenced(body: str) -> str:
 
 # -- good plans -------------------------------------------------------------------------------
 BUILDER_RICH = '''-- Add subtract, write its test, report both.
-local function join(parts, sep)
-  return table.concat(parts, sep or "\\n")
-end
-
 function run(context)
   local HEADER = "# generated"
   local files = {}
@@ -105,7 +101,7 @@ def subtract(a, b):
   for k = 1, 10, 2 do n = n - -k end
   local r = tools.edit("calc.py", "def add", body .. "\\ndef add", {replace_all = false})
   table.insert(files, {path = "tests/test_calc.py",
-                       content = join({"import calc", "", "def test_sub():", "    assert calc.subtract(3, 1) == 2"}) .. "\\n"})
+                       content = table.concat({"import calc", "", "def test_sub():", "    assert calc.subtract(3, 1) == 2"}, "\\n") .. "\\n"})
   files[#files + 1] = {path = "NOTES.md", content = [[
 # Notes
 Uses `calc.subtract` (see ``code``).
@@ -291,6 +287,15 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
     pytest.param("builder", fenced("local input = 'a.py'\nfunction run(c)\n  return {summary = input}\nend"),
                  id="top-level-constant"),
     pytest.param("builder", fenced("function run(c)\n  return {summary = 'x'}\nend\nrun({})"), id="code-after-run"),
+    # No helpers, so no call of a bare name: the 0.5B's made-up `require_path("stats")` (run gram9).
+    pytest.param("builder", fenced("local function helper(x)\n  return x\nend\nfunction run(c)\n"
+                                   "  return {summary = helper('x')}\nend"), id="helper-function"),
+    pytest.param("builder", fenced("function run(c)\n  local function helper(x) return x end\n"
+                                   "  return {summary = 'x'}\nend"), id="local-helper-in-run"),
+    pytest.param("builder", fenced("function run(c)\n  local stats = require_path('stats')\n"
+                                   "  return {summary = 'x'}\nend"), id="call-of-a-made-up-name"),
+    pytest.param("builder", fenced("function run(c)\n  check_file('a.py')\n  return {summary = 'x'}\nend"),
+                 id="call-statement-of-a-made-up-name"),
     pytest.param("reviewer", fenced("function run(c)\n  return {status = 'approve', summary = 'x', findings = {}}\nend"),
                  id="status-not-in-enum"),
     pytest.param("reviewer", fenced("function run(c)\n  tools.write('a', 'b')\n"
@@ -529,8 +534,9 @@ def test_short_string_escapes_are_luas_own() -> None:
     ("1 .. x", True), ("1..x", False), ("x..1", True), ("1.5 .. 'a'", True), ("0x1F .. ''", True),
     ("t[ [[x]] ]", False), ("t[1]", True), ("a and b", True), ("aandb", True),  # aandb is one name
     ("not x", True), ("notx", True), ("a ~= b", True), ("a != b", False), ("#t > 0", True),
-    ("a.b:upper()", True), ("a:dump()", False), ("f(x)(y)", True), ("(x).y", True), ("t.end", False),
-    ("a.b(1)", False), ("t[1](2)", False), ("t[1]:upper()", True), ("f(x).y", True), ("f(x).y(1)", False),
+    ("a.b:upper()", True), ("a:dump()", False), ("f(x)(y)", False), ("(x).y", True), ("t.end", False),
+    ("a.b(1)", False), ("t[1](2)", False), ("t[1]:upper()", True), ("f(x).y", False), ("f(x).y(1)", False),
+        ("tostring(x)(y)", True), ("type(x).y", True), ("s:upper()", True),
 ])
 def test_expressions_never_lex_differently(text: str, accepted: bool) -> None:
     """Exactly the token sequences that Lua reads the way the grammar means them."""
