@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -35,7 +35,9 @@ from agent.errors import (
     PlanInvalid,
     SecretInArtifact,
 )
-from agent.models.base import ModelRequest
+from agent.models.base import ModelReply, ModelRequest
+from agent.models.repetition import repeating_tail
+from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
 from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, json_form
 from agent.roles.context import CommandContext
@@ -49,6 +51,8 @@ _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
 # default 0.2 Qwen2.5-Coder-0.5B gave the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
+# The rest of a plan cut at its loop (agent/plans/loop_cut.py): a few statements and the answer.
+_RESUME_MAX_TOKENS = 512
 _LOOP_MIN_CHARS = 2000
 _LOOP_RATIO = 0.1
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
@@ -224,6 +228,29 @@ class _Loop:
         self.candidate_attempt = 0
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
+        self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
+        self.resumed = False                # once per command: a second loop goes the usual way
+
+    def resume_request(self, request: ModelRequest) -> ModelRequest:
+        """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
+        a note on where and why it was cut, the grammar of `run`'s remaining body, a short budget."""
+        cut = self.resume
+        assert cut is not None and self.form.grammar is not None
+        note = (f"Your plan began to repeat itself at line {cut.line}, so it was cut there and closed with "
+                f"`{cut.closer}`. Write only the rest of `run` after that line: any statements still needed, "
+                "then the `return` of the answer, then `end`. Do not repeat the lines above.")
+        messages = [*self.messages, {"role": "assistant", "content": f"```lua\n{cut.head}"},
+                    {"role": "user", "content": note}]
+        return replace(request, messages=messages, grammar=rest_of_run_grammar(self.form.grammar),
+                       max_tokens=_RESUME_MAX_TOKENS, response_schema=None)
+
+    def joined(self, reply: ModelReply) -> ModelReply:
+        """The cut plan and the rest the model wrote, as one reply."""
+        cut = self.resume
+        assert cut is not None
+        self.resume = None
+        rest = reply.text.strip("\n").removesuffix("```").rstrip()
+        return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
 
     def switch_to_json(self, why: str) -> bool:
         """Leave a (free or constrained) Lua plan for the JSON answer with its schema; False if already JSON."""
@@ -287,16 +314,21 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
         ctx.check_deadline()
         request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.narrowed,
                                 loop.temperature)
+        if loop.resume is not None:
+            request = loop.resume_request(request)
         try:
             reply = model.complete(request)
+            if loop.resume is not None:
+                reply = loop.joined(reply)
         except ModelTimeout as exc:
+            loop.resume = None
             ctx.audit.record("answer_timeout", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens,
                              error=exc.message)
             if attempt > ctx.settings.max_repairs:
                 raise
             loop.ask_less("took too long and was cut off")
             continue
-        cut_off = getattr(reply, "finish_reason", None) == "length"
+        cut_off = getattr(reply, "finish_reason", None) in ("length", "repetition")
         ctx.log("info", "model answered", model=reply.model, attempt=attempt, chars=len(reply.text),
                 **({"cut_off": True} if cut_off else {}))
         try:
@@ -341,6 +373,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
+            if cut_off and looping(reply.text) and _cut_at_loop(ctx, loop, reply.text, attempt):
+                continue
             if cut_off and looping(reply.text):
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
@@ -391,6 +425,21 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                attempts=attempt)
 
 
+def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
+    """Set up the request for the rest of a grammar-held plan that looped (once per command); False
+    when the form is not a grammar-held plan or the plan cannot be cut (agent/plans/loop_cut.py)."""
+    if loop.resumed or loop.form.grammar is None:
+        return False
+    cut = cut_loop(text)
+    if cut is None:
+        return False
+    loop.resume, loop.resumed = cut, True
+    ctx.audit.record("plan_loop_cut", task_id=ctx.cmd.task_id, attempt=attempt, line=cut.line, closer=cut.closer)
+    ctx.log("info", "plan: the model's plan began to repeat itself; cut it there and asked for the rest",
+            line=cut.line)
+    return True
+
+
 def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
              salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> Answer | None:
     """The last schema-valid answer without what failed the role's rules, if that is valid."""
@@ -411,8 +460,11 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
 
 
 def looping(text: str) -> bool:
-    """A long reply that is mostly one thing over and over (SmolLM2-135M: 8,200 characters that
-    compress to 3%; real code and JSON answers compress to 20-30%)."""
+    """A reply that ends in copies of one block (what the stream watch stops), or a long reply that
+    is mostly one thing over and over (SmolLM2-135M: 8,200 characters that compress to 3%; real
+    code and JSON answers compress to 20-30%)."""
+    if repeating_tail(text) is not None:
+        return True
     if len(text) < _LOOP_MIN_CHARS:
         return False
     raw = text.encode("utf-8", "replace")

@@ -34,7 +34,8 @@ class Stream:
     """A streamed answer paced in time: `pieces` every `every_s` seconds.
 
     `stall_after`: after that many pieces, go silent for `stall_s` seconds (then carry on).
-    `forever`: repeat the pieces until the client goes away (for deadline tests).
+    `forever`: repeat the pieces until the client goes away (for deadline tests), from the
+    `repeat_from`-th piece on (a reply that starts well, then loops).
     """
 
     pieces: list[str]
@@ -44,6 +45,7 @@ class Stream:
     finish_reason: str = "stop"
     forever: bool = False
     first_delay_s: float = 0.0
+    repeat_from: int = 0
 
 
 @dataclass
@@ -148,8 +150,9 @@ class FakeOpenAI:
                 if item.first_delay_s and fake._stop.wait(item.first_delay_s):
                     return
                 n = 0
+                pieces = item.pieces
                 while True:
-                    for piece in item.pieces:
+                    for piece in pieces:
                         if n == item.stall_after and fake._stop.wait(item.stall_s):
                             return
                         self._event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
@@ -158,6 +161,7 @@ class FakeOpenAI:
                             return
                     if not item.forever:
                         break
+                    pieces = item.pieces[item.repeat_from:]
                 if n == item.stall_after and fake._stop.wait(item.stall_s):
                     return
                 self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": item.finish_reason}]})

@@ -224,3 +224,30 @@ def test_a_plan_reads_the_goal_as_context_goal(spawn, workspace: Path) -> None: 
                '          no_changes_reason = "a test of the context"}\nend')
     got = spawn("builder", replies=[plan]).run(make_command("implement", inputs={"goal": "add greet"}))
     assert events(got, "builder.completed")[-1]["payload"]["summary"] == "goal: add greet / add greet"
+
+
+def test_a_plan_that_loops_is_stopped_cut_after_its_first_copy_and_finished_by_the_model(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B held to the plan grammar (feature-cart, runs gram6 and gram9): a test file
+    # whose asserts repeat until the token limit, in every run. The stream is stopped a few copies in,
+    # the plan cut after the first copy and closed, and the model asked only for the rest of `run`.
+    from fake_openai import FakeOpenAI, Stream
+
+    head = ('```lua\nfunction run(context)\n  local w = tools.write("tests/test_a.py", [[\nimport a\n\n\n'
+            "def test_a():\n")
+    block = ["    assert a.f(1) == 1\n", "    assert a.f(2) == 4\n"]
+    rest = '\n  if w.error then error("write failed: " .. w.error) end\n  return {summary = "wrote the test"}\nend\n```'
+    fake = FakeOpenAI([Stream([head, *block], forever=True, repeat_from=1), rest])
+    fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
+    with fake.running():
+        agent = spawn("builder", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
+        done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
+    assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n" + "".join(block)
+    first, second = (r["body"] for r in fake.requests)
+    assert 'root ::= block-run sp "end"' in second["grammar"] and second["max_tokens"] == 512
+    assert second["messages"][-2]["role"] == "assistant" and second["messages"][-2]["content"].endswith("]])")
+    assert "began to repeat itself at line" in second["messages"][-1]["content"]
+    audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    stopped = [a for a in audit if a["event"] == "model_repetition_stopped"]
+    cut = [a for a in audit if a["event"] == "plan_loop_cut"]
+    assert stopped and stopped[0]["copies"] >= 6 and cut and cut[0]["closer"] == "]])"

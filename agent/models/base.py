@@ -101,7 +101,9 @@ class ModelReply:
     """The model's text answer plus who answered, what it cost, and why it stopped.
 
     `finish_reason` is the server's: "stop" (the model ended), "length" (cut at `max_tokens` or the
-    server's own cap), "content_filter", ... or None when the server did not say.
+    server's own cap), "content_filter", ... or None when the server did not say; or the client's own
+    "repetition": the streamed text fell into an exact loop and we stopped reading
+    (`agent.models.repetition`), so `text` ends in a few copies of the repeated block.
     """
 
     text: str
@@ -114,7 +116,7 @@ class ModelReply:
     @property
     def truncated(self) -> bool:
         """True when the answer was cut off at the token limit: ask for less rather than resend."""
-        return self.finish_reason == "length"
+        return self.finish_reason in ("length", "repetition")
 
 
 @runtime_checkable

@@ -26,6 +26,10 @@ The decoded body is capped at `max_response_bytes` while it is read and decompre
 * 2xx whose body is not a chat completion           → `ModelError` (`reason: "bad_envelope"`)
 * an error event or a cut stream                    → `ModelError` (`reason: "stream_error"`/`"stream_incomplete"`)
 
+A streamed answer that falls into an exact loop (`agent.models.repetition`: its end is six or more
+copies of one block) is not read to its token limit: the connection is closed, which stops the
+server's generation, and the reply so far comes back with `finish_reason: "repetition"`.
+
 The API key only ever travels in the Authorization header; it is scrubbed from every message we build
 and never passed to the audit log.
 """
@@ -47,6 +51,7 @@ from agent.errors import DeadlineExceeded, ModelError, ModelTimeout
 from agent.models.base import Capabilities, ModelReply, ModelRequest, Usage
 from agent.models.bounded import BoundedDecoder, ResponseTooLarge, UnsupportedEncoding
 from agent.models.limits import DEFAULT_FIRST_TOKEN_S, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STALL_S
+from agent.models.repetition import RepetitionWatch
 from agent.models.retry import parse_retry_after
 from agent.models.sse import ChatStream, SSEDecoder, StreamError
 from agent.models.watchdog import StreamWatchdog
@@ -305,11 +310,21 @@ class OpenAIChatModel:
 
     def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream) -> None:
         sse = SSEDecoder()
+        repeats = RepetitionWatch()
         try:
             for data in BoundedReader(response, watchdog, self.max_response_bytes):
                 for name, payload in sse.feed(data):
                     stream.event(name, payload)
                 if stream.done:
+                    return
+                if stream.finish_reason is None and repeats.due(stream.chars) and repeats.update(stream.text):
+                    # Closing the connection stops the server's generation: the copies still to
+                    # come would cost minutes (0.5B, run gram9: 264 s to its token limit) and say nothing.
+                    stream.finish_reason = "repetition"
+                    loop = repeats.loop
+                    assert loop is not None
+                    self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period,
+                                copies=loop.copies)
                     return
             for name, payload in sse.close():
                 stream.event(name, payload)

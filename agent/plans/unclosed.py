@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-__all__ = ["close_swallowed_string", "has_unclosed_bracket"]
+__all__ = ["close_swallowed_string", "has_unclosed_bracket", "compiler"]
 
 _UNFINISHED = re.compile(r"unfinished long string \(starting at line (\d+)\)")
 _OPENING = re.compile(r"\[(=*)\[")
@@ -57,7 +57,7 @@ def close_swallowed_string(source: str, error: str) -> tuple[str, int] | None:
     if not openings:
         return None
     level = len(openings[-1].group(1))
-    compiles = _compiler()
+    compiles = compiler()
     for candidate, line in _candidates(lines, start, level):
         if compiles(candidate):
             return candidate, line
@@ -82,7 +82,8 @@ def _candidates(lines: list[str], start: int, level: int) -> Iterator[tuple[str,
                 yield f"{head}{closer}\n{rest[:cut]}", i + 1
 
 
-def _compiler() -> Callable[[str], bool]:
+def compiler() -> Callable[[str], bool]:
+    """A Lua 5.4 compile check (`load`, never run) of a plan's text."""
     from agent.plans.sandbox import new_runtime  # lupa is imported only when a plan is repaired
 
     lua = new_runtime(max_memory=64 * 1024 * 1024)

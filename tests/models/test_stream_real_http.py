@@ -148,3 +148,19 @@ def test_gzip_bomb_does_not_grow_memory_beyond_the_cap(tmp_path: Path) -> None:
     reason, grown_mib = proc.stdout.split()
     assert reason == "response_too_large"
     assert int(grown_mib) < 40  # default cap 8 MiB + one chunk + buffers; unbounded it is ~300 MiB
+
+
+def test_a_stream_that_falls_into_a_loop_is_stopped_after_a_few_copies(audit) -> None:  # type: ignore[no-untyped-def]
+    # The 0.5B's plan loop (runs gram6, gram9): a good start, then two lines for ever. Without the
+    # watch this stream never ends (the fake repeats until the client goes away).
+    head = "```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
+    block = ["    cart.remove('pear', 1.25)\n", "    self.assertEqual(cart.items['pear'], [0, 0])\n"]
+    fake = FakeOpenAI([Stream([head, *block], every_s=0.002, forever=True, repeat_from=1)])
+    with fake.running():
+        reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req())
+    period = len("".join(block))
+    assert reply.finish_reason == "repetition" and reply.truncated
+    assert reply.text.startswith(head + "".join(block))
+    assert len(reply.text) < len(head) + 12 * period          # a handful of copies, not a token limit
+    (stopped,) = audit.events("model_repetition_stopped")
+    assert stopped["period"] == period and stopped["copies"] >= 6

@@ -1,0 +1,52 @@
+"""What counts as a loop in a model's text: exact copies of one block at its end, nothing less."""
+
+from __future__ import annotations
+
+from agent.models.repetition import MIN_COPIES, RepetitionWatch, repeating_tail
+
+# The shape of the 0.5B's feature-cart plan (runs gram6, gram9): a few lines, then two lines for ever.
+HEAD = ('```lua\nfunction run(context)\n  local w = tools.write("tests/test_cart.py", [[\nfrom cart import Cart\n\n'
+        'def test_add_and_total():\n    cart = Cart()\n    cart.add("apple", 0.5, 4)\n')
+BLOCK = '    cart.remove("pear", 1.25)\n    self.assertEqual(cart.items["pear"], [0, 0])\n\n'
+
+
+def test_the_cart_loop_is_found_with_its_first_copy() -> None:
+    text = HEAD + BLOCK * 20 + BLOCK[:17]
+    loop = repeating_tail(text)
+    assert loop is not None
+    assert loop.period == len(BLOCK) and loop.copies >= 20
+    # Followed back to where the copies begin: one character early here, since HEAD ends with the
+    # block's last character (any rotation of the block repeats as well).
+    assert loop.start == len(HEAD) - 1
+    assert text[:loop.first_copy_end] == (HEAD + BLOCK)[:-1]
+
+
+def test_too_few_copies_or_too_little_text_is_no_loop() -> None:
+    assert repeating_tail(HEAD + BLOCK * (MIN_COPIES - 1)) is None
+    assert repeating_tail("x = 1\n" * 60) is None            # 360 characters: under the minimum
+    assert repeating_tail(HEAD) is None
+
+
+def test_similar_lines_that_differ_are_no_loop() -> None:
+    rows = "".join(f"    self.assertEqual(fizzbuzz({i}), {str(i)!r})\n" for i in range(1, 80))
+    assert repeating_tail(HEAD + rows) is None
+    table = "".join(f"    ({i}, {i * i}),\n" for i in range(200))
+    assert repeating_tail(table) is None
+
+
+def test_short_runs_of_one_character_pattern_are_data_not_loops() -> None:
+    assert repeating_tail("data = [" + "0, " * 400 + "0]\n") is None
+    assert repeating_tail("# " + "=" * 900) is None
+
+
+def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
+    watch = RepetitionWatch()
+    text = HEAD
+    assert not watch.due(10) and watch.update(text) is None
+    for _ in range(40):
+        text += BLOCK
+        if watch.due(len(text)) and watch.update(text):
+            break
+    assert watch.loop is not None and watch.loop.period == len(BLOCK)
+    assert len(text) < len(HEAD) + 12 * len(BLOCK)    # seen within a few copies of the sixth
+    assert not watch.due(10 ** 6) and watch.update(text + "x") is watch.loop

@@ -1,0 +1,63 @@
+"""Cutting a plan where it began to repeat itself: what is kept, what is closed, what is refused."""
+
+from __future__ import annotations
+
+from gbnf_matcher import parse_gbnf
+
+from agent.answers import plan_tools_for
+from agent.plans.extract import find_lua_plan
+from agent.plans.grammar import plan_grammar
+from agent.plans.lint import check_plan
+from agent.plans.loop_cut import cut_loop, rest_of_run_grammar
+
+# The 0.5B's feature-cart plan (run gram9), shortened: an edit, then a test file that loops.
+EDIT = ('  local r = tools.edit("cart.py", "    def total(self):\\n", "    def remove(self, name):\\n'
+        '        del self.items[name]\\n\\n    def total(self):\\n")\n')
+HEAD = '```lua\nfunction run(context)\n' + EDIT + '  local w = tools.write("tests/test_cart.py", [[\nfrom cart import Cart\n\n\ndef test_remove():\n    cart = Cart()\n'
+BLOCK = '    cart.remove("pear", 1.25)\n    self.assertEqual(cart.items["pear"], [0, 0])\n\n'
+REST = '\n  return {summary = "Added remove and a test"}\nend\n```'
+
+
+def test_a_file_that_loops_keeps_its_first_copy_and_the_call_is_closed() -> None:
+    cut = cut_loop(HEAD + BLOCK * 30 + BLOCK[:20])
+    assert cut is not None and cut.closer == "]])"
+    # The copies begin one character early (HEAD ends with the block's last character, a newline):
+    # the kept copy loses its trailing blank line, no more.
+    assert cut.head == HEAD.removeprefix("```lua\n") + BLOCK.rstrip("\n") + "\n]])"
+    assert cut.line == cut.head.count("\n") + 1
+    source = find_lua_plan(f"```lua\n{cut.head}\n{REST.strip()}")
+    assert source is not None
+    check_plan(source)                                   # the joined plan compiles and lints
+
+
+def test_a_loop_inside_a_quoted_string_is_closed_with_its_quote() -> None:
+    # The 0.5B's edit whose `old` text repeated one method (run gram8).
+    method = "    def __repr__(self):\\n        return str(self.items)\\n\\n"
+    reply = '```lua\nfunction run(context)\n  local r = tools.edit("cart.py", \'class Cart:\\n' + method * 20
+    cut = cut_loop(reply)
+    assert cut is not None and cut.closer == "')"
+    assert cut.head.count("def __repr__") == 1
+
+
+def test_no_cut_without_a_loop_or_outside_the_plan() -> None:
+    assert cut_loop(HEAD + BLOCK * 3) is None                                  # not a loop yet
+    assert cut_loop("Let me explain. " * 80) is None                           # no plan at all
+    plan = HEAD + BLOCK + ']])\n  return {summary = "x"}\nend\n```\n'
+    assert cut_loop(plan + "The plan is now complete. " * 40) is None           # prose after the plan
+
+
+def test_no_cut_when_the_string_swallowed_the_plans_own_end() -> None:
+    # The string never closed and the plan's `return ... end` became file text; the loop is in the
+    # prose after it. Cutting there would write plan code into the file (that case is closed where
+    # the code resumes: agent/plans/unclosed.py).
+    reply = HEAD + '  return {summary = "x"}\nend\n``\n\n' + "The tests are running. " * 40
+    assert cut_loop(reply) is None
+
+
+def test_the_rest_of_run_grammar_takes_statements_the_answer_and_end_only() -> None:
+    text = rest_of_run_grammar(plan_grammar("builder", plan_tools_for("builder")))
+    rest = parse_gbnf(text)
+    assert rest.accepts(REST)
+    assert rest.accepts('\n  if w.error then error("write failed") end\n  return {summary = "x"}\nend')
+    assert not rest.accepts("\n  return {summary = 'x'}\n")                       # `end` is due
+    assert not rest.accepts("```lua\nfunction run(context)\n  return {summary = 'x'}\nend\n```")  # no second plan
