@@ -229,7 +229,8 @@ class _Loop:
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
         self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
-        self.resumed = False                # once per command: a second loop goes the usual way
+        self.cuts = 0                       # plans cut at a loop, this command
+        self.joined_reply = False           # the reply at hand is a cut plan and its rest: never cut again
 
     def resume_request(self, request: ModelRequest) -> ModelRequest:
         """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
@@ -249,6 +250,7 @@ class _Loop:
         cut = self.resume
         assert cut is not None
         self.resume = None
+        self.joined_reply = True
         rest = reply.text.strip("\n").removesuffix("```").rstrip()
         return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
 
@@ -316,6 +318,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                 loop.temperature)
         if loop.resume is not None:
             request = loop.resume_request(request)
+        loop.joined_reply = False
         try:
             reply = model.complete(request)
             if loop.resume is not None:
@@ -370,11 +373,14 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                  temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
             loop.rejected.append(_normal(reply.text))
             loop.errors.append(exc.message)
+            if cut_off and looping(reply.text) and _cut_at_loop(ctx, loop, reply.text, attempt):
+                # The rest of this answer, not a new attempt: a model that loops in every plan
+                # would otherwise spend the whole repair budget on cut plans (run gram10).
+                attempt -= 1
+                continue
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
-            if cut_off and looping(reply.text) and _cut_at_loop(ctx, loop, reply.text, attempt):
-                continue
             if cut_off and looping(reply.text):
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
@@ -426,14 +432,16 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
 
 
 def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
-    """Set up the request for the rest of a grammar-held plan that looped (once per command); False
-    when the form is not a grammar-held plan or the plan cannot be cut (agent/plans/loop_cut.py)."""
-    if loop.resumed or loop.form.grammar is None:
+    """Set up the request for the rest of a grammar-held plan that looped; False when the form is
+    not a grammar-held plan, the reply is itself a cut plan's rest, the command's cuts are used up
+    (one per attempt), or the plan cannot be cut (agent/plans/loop_cut.py)."""
+    if loop.joined_reply or loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs:
         return False
     cut = cut_loop(text)
     if cut is None:
         return False
-    loop.resume, loop.resumed = cut, True
+    loop.resume = cut
+    loop.cuts += 1
     ctx.audit.record("plan_loop_cut", task_id=ctx.cmd.task_id, attempt=attempt, line=cut.line, closer=cut.closer)
     ctx.log("info", "plan: the model's plan began to repeat itself; cut it there and asked for the rest",
             line=cut.line)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from role_context import FakeModel, Recorded, make_context
 
-from agent.answers import AnswerSpec, obtain_answer
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.errors import InvalidModelResponse, ModelTimeout
 from agent.models.base import ModelReply
 from agent.roles.context import RoleSettings
@@ -176,3 +176,39 @@ def test_a_plan_that_loops_until_cut_off_is_asked_again_as_json(tmp_path: Path) 
     assert "Answer with the JSON object only." in model.requests[1].messages[-1]["content"]
     audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
     assert "the plan repeated itself until it was cut off" in audit
+
+
+def test_every_plan_that_loops_is_cut_and_finished_without_spending_an_attempt(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-0.5B held to the grammar (feature-cart, run gram10): its first plan looped, was cut
+    # and finished, failed the role's rules; its repair looped again. Each loop is cut (the last
+    # plan of the command is a whole one), the continuations cost no attempt, and the command ends.
+    from dataclasses import dataclass
+
+    from role_context import FakeModelWithCaps
+
+    @dataclass
+    class Caps:
+        streaming: bool = True
+        json_schema: bool | None = True
+        grammar: bool = True
+        server: str = "llama.cpp"
+
+    looped = ModelReply(text="```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
+                        + "    assert f(1) == 1\n    assert f(2) == 4\n" * 40)
+    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    # no change: refused by the role's rules (each rest differs: the same answer twice goes to JSON)
+    rests = [f'\n  return {{summary = "wrote t.py ({i})"}}\nend\n```' for i in range(3)]
+    model = FakeModelWithCaps([looped, rests[0], looped, rests[1], looped, rests[2]], caps=Caps())
+    ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
+    def no_change(data: dict) -> None:  # type: ignore[type-arg]
+        raise InvalidAnswer("implement needs at least one change")
+
+    spec = AnswerSpec("builder", "planning", check=no_change)
+    with pytest.raises(InvalidModelResponse) as err:
+        obtain_answer(ctx, spec, "write t.py")
+    assert len(model.requests) == 6 and err.value.details.get("attempts") == 3
+    asked = model.requests[1::2]
+    assert all('root ::= block-run sp "end"' in (r.grammar or "") and r.max_tokens == 512 for r in asked)
+    assert all(r.messages[-2]["content"].endswith("    assert f(2) == 4\n]])") for r in asked)
+    audit = [json.loads(x) for x in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert [a["attempt"] for a in audit if a["event"] == "plan_loop_cut"] == [1, 2, 3]
