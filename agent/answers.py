@@ -237,12 +237,14 @@ class _Loop:
         a note on where and why it was cut, the grammar of `run`'s remaining body, a short budget."""
         cut = self.resume
         assert cut is not None and self.form.grammar is not None
+        call = (f"the call's remaining argument{'s' if len(cut.missing) > 1 else ''} "
+                f"({', '.join(cut.missing)}) and its `)`, then " if cut.missing else "")
         note = (f"Your plan began to repeat itself at line {cut.line}, so it was cut there and closed with "
-                f"`{cut.closer}`. Write only the rest of `run` after that line: any statements still needed, "
+                f"`{cut.closer}`. Write only the rest of `run` after that: {call}any statements still needed, "
                 "then the `return` of the answer, then `end`. Do not repeat the lines above.")
         messages = [*self.messages, {"role": "assistant", "content": f"```lua\n{cut.head}"},
                     {"role": "user", "content": note}]
-        return replace(request, messages=messages, grammar=rest_of_run_grammar(self.form.grammar),
+        return replace(request, messages=messages, grammar=rest_of_run_grammar(self.form.grammar, len(cut.missing)),
                        max_tokens=_RESUME_MAX_TOKENS, response_schema=None)
 
     def joined(self, reply: ModelReply) -> ModelReply:

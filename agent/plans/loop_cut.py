@@ -16,9 +16,10 @@ joined plan is checked and run like any other; the agent adds only closing brack
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agent.models.repetition import repeating_tail
+from agent.plans.tools import TOOL_SPECS
 from agent.plans.unclosed import compiler
 
 __all__ = ["LoopCut", "cut_loop", "rest_of_run_grammar"]
@@ -29,6 +30,8 @@ _RUN = "function run("
 # a table field, a table in a call.
 _AFTER_STRING = ("", ")", "}", "})", ")}", "}}", "}})")
 _ROOT = re.compile(r"^root ::= .*$", re.M)
+_LONG = re.compile(r"\[(=*)\[")
+_CALL = re.compile(r"tools\.(\w+)\s*$")
 # A string that holds these has swallowed the plan's own end (or the reply's fence): the loop is
 # in what came after, and cutting there would write the plan's code into a file.
 _SWALLOWED = re.compile(r"^(end\b|``)", re.M)
@@ -36,9 +39,22 @@ _SWALLOWED = re.compile(r"^(end\b|``)", re.M)
 
 @dataclass(frozen=True)
 class LoopCut:
-    head: str        # the plan's source from `function run(` on, cut and closed
-    line: int        # the plan line where the cut is
-    closer: str      # what the agent added: "]])", "')", "" …
+    head: str               # the plan's source from `function run(` on, cut and closed
+    line: int               # the plan line where the cut is
+    closer: str             # what the agent added: "]])", "')", "'" …
+    missing: tuple[str, ...] = ()   # a tool's required arguments still to come (then its `)`)
+
+
+@dataclass
+class _Open:
+    """What is open at the end of a text: ("code" | "long" | "short"), the string's mark (the long
+    bracket's `=`s or the quote), where it opened, and the brackets open in code around it as
+    [char, position, commas so far]."""
+
+    kind: str
+    mark: str = ""
+    at: int = 0
+    brackets: list[list[object]] = field(default_factory=list)
 
 
 def cut_loop(reply: str) -> LoopCut | None:
@@ -56,66 +72,86 @@ def cut_loop(reply: str) -> LoopCut | None:
     line_end = reply.find("\n", end - 1, end - 1 + loop.period)
     text = reply[start:line_end + 1 if line_end >= 0 else end]
     state = _open_at_end(text)
-    if state is None:
+    if state is None or (state.kind == "long" and _SWALLOWED.search(text, state.at)):
         return None
-    kind, mark, opened = state
-    if kind == "long" and _SWALLOWED.search(text, opened):
-        return None
-    if kind == "code" or kind == "long":
+    if state.kind in ("code", "long"):
         # End on a line of its own: a cut mid-line would leave half a statement or half a line of
         # the file.
         last = text.rfind("\n")
         if last <= 0:
             return None
-        text = text[:last + 1] if kind == "long" else text[:last]
-        state = _open_at_end(text)
-        if state is None or state[0] != kind:
+        text = text[:last + 1] if state.kind == "long" else text[:last]
+        again = _open_at_end(text)
+        if again is None or again.kind != state.kind:
             return None
-        mark = state[1]
-    elif kind == "short" and _odd_backslashes(text):
+        state = again
+    elif _odd_backslashes(text):
         text = text[:-1]                 # a dangling escape would swallow the closing quote
-    string_close = {"code": "", "long": f"]{mark}]", "short": mark}[kind]
+    string_close = {"code": "", "long": f"]{state.mark}]", "short": state.mark}[state.kind]
     compiles = compiler()
-    for after in _AFTER_STRING if kind != "code" else ("",):
+    missing = _missing_arguments(text, state)
+    if missing:
+        # A tool call whose later arguments are still due (an edit cut inside `old`): the model
+        # writes them, so the call is not left without its `new`.
+        placeholders = ", ''" * len(missing)
+        if compiles(f"{text}{string_close}{placeholders})\nend"):
+            return LoopCut(text + string_close, text.count("\n") + 1, string_close, missing)
+    for after in _AFTER_STRING if state.kind != "code" else ("",):
         closer = string_close + after
         if compiles(f"{text}{closer}\nend"):
             return LoopCut(text + closer, text.count("\n") + 1, closer)
     return None
 
 
-def rest_of_run_grammar(plan_grammar: str) -> str:
-    """The role's plan grammar with its root moved to the rest of `run`'s body: statements, the
-    answer's `return`, `end` (and an optional closing fence)."""
-    root = 'root ::= block-run sp "end" ("\\n```")?'
+def rest_of_run_grammar(plan_grammar: str, missing: int = 0) -> str:
+    """The role's plan grammar with its root moved to the rest of `run`'s body: first the `missing`
+    arguments of the call the cut left open and its `)`, then statements, the answer's `return`,
+    `end` (and an optional closing fence)."""
+    call = f'(ws "," ws sexpr){{{missing}}} ws ")" ' if missing else ""
+    root = f'root ::= {call}block-run sp "end" ("\\n```")?'
     if not _ROOT.search(plan_grammar):
         raise ValueError("the plan grammar has no root rule")
     return _ROOT.sub(lambda _: root, plan_grammar, count=1)
+
+
+def _missing_arguments(text: str, state: _Open) -> tuple[str, ...]:
+    """The required parameters of the tool whose call the open string is an argument of, after it."""
+    if state.kind == "code" or not state.brackets or state.brackets[-1][0] != "(":
+        return ()
+    _, paren, commas = state.brackets[-1]
+    assert isinstance(paren, int) and isinstance(commas, int)
+    call = _CALL.search(text[:paren])
+    spec = next((s for s in TOOL_SPECS if call and s.name == call.group(1)), None)
+    if spec is None:
+        return ()
+    return spec.required[commas + 1:]
 
 
 def _odd_backslashes(text: str) -> bool:
     return (len(text) - len(text.rstrip("\\"))) % 2 == 1
 
 
-def _open_at_end(source: str) -> tuple[str, str, int] | None:
-    """What is open at the end of `source`, and where it opened: ("code", "", 0), ("long",
-    "=" * level, i) for a long string, ("short", quote, i) for a quoted one; None inside a comment
-    (no cut there)."""
+def _open_at_end(source: str) -> _Open | None:
+    """What is open at the end of `source` (see `_Open`); None inside a comment or an unfinished
+    short string's line end (no cut there)."""
+    brackets: list[list[object]] = []
     i, n = 0, len(source)
     while i < n:
         c = source[i]
         if source.startswith("--", i):
-            long = re.match(r"\[(=*)\[", source[i + 2:i + 2 + 64])
+            long = _LONG.match(source, i + 2)
             if long:
-                end = source.find(f"]{long.group(1)}]", i + 2 + long.end())
+                end = source.find(f"]{long.group(1)}]", long.end())
+                i = end + len(long.group(1)) + 2
             else:
                 end = source.find("\n", i)
+                i = end + 1
             if end < 0:
                 return None
-            i = end + 1
-        elif c == "[" and (long := re.match(r"\[(=*)\[", source[i:i + 64])):
-            end = source.find(f"]{long.group(1)}]", i + long.end())
+        elif c == "[" and (long := _LONG.match(source, i)):
+            end = source.find(f"]{long.group(1)}]", long.end())
             if end < 0:
-                return ("long", long.group(1), i)
+                return _Open("long", long.group(1), i, brackets)
             i = end + len(long.group(1)) + 2
         elif c in "\"'":
             j = i + 1
@@ -124,8 +160,16 @@ def _open_at_end(source: str) -> tuple[str, str, int] | None:
                     return None          # an unfinished short string: not ours to close
                 j += 2 if source[j] == "\\" else 1
             if j >= n:
-                return ("short", c, i)
+                return _Open("short", c, i, brackets)
             i = j + 1
         else:
+            if c in "({[":
+                brackets.append([c, i, 0])
+            elif c in ")}]" and brackets:
+                brackets.pop()
+            elif c == "," and brackets:
+                commas = brackets[-1][2]
+                assert isinstance(commas, int)
+                brackets[-1][2] = commas + 1
             i += 1
-    return ("code", "", 0)
+    return _Open("code")

@@ -30,13 +30,30 @@ def test_a_file_that_loops_keeps_its_first_copy_and_the_call_is_closed() -> None
     check_plan(source)                                   # the joined plan compiles and lints
 
 
-def test_a_loop_inside_a_quoted_string_is_closed_with_its_quote() -> None:
-    # The 0.5B's edit whose `old` text repeated one method (run gram8).
-    method = "    def __repr__(self):\\n        return str(self.items)\\n\\n"
-    reply = '```lua\nfunction run(context)\n  local r = tools.edit("cart.py", \'class Cart:\\n' + method * 20
+METHOD = "    def __repr__(self):\\n        return str(self.items)\\n\\n"
+
+
+def test_a_loop_in_an_edits_new_text_closes_the_call() -> None:
+    # The 0.5B's edit whose `new` text repeated one method (run gram8).
+    reply = ('```lua\nfunction run(context)\n  local r = tools.edit("cart.py", \'class Cart:\\n\', '
+             "'class Cart:\\n" + METHOD * 20)
     cut = cut_loop(reply)
-    assert cut is not None and cut.closer == "')"
+    assert cut is not None and cut.closer == "')" and cut.missing == ()
     assert cut.head.count("def __repr__") == 1
+
+
+def test_a_loop_in_an_edits_old_text_leaves_the_call_open_for_its_new_text() -> None:
+    # The 0.5B's edit whose `old` text looped (run gram10): closing the call there left the edit
+    # without `new`, so it could only fail. The model is asked for `new` and the `)` first.
+    reply = '```lua\nfunction run(context)\n  local r = tools.edit("cart.py", \'class Cart:\\n' + METHOD * 20
+    cut = cut_loop(reply)
+    assert cut is not None and cut.closer == "'" and cut.missing == ("new",)
+    rest = parse_gbnf(rest_of_run_grammar(plan_grammar("builder", plan_tools_for("builder")), len(cut.missing)))
+    tail = ", 'class Cart:\\n    pass\\n')\n  return {summary = \"x\"}\nend"
+    assert rest.accepts(tail) and not rest.accepts(tail.replace(", 'class Cart:\\n    pass\\n'", ""))
+    source = find_lua_plan(f"```lua\n{cut.head}{tail}\n```")
+    assert source is not None
+    check_plan(source)
 
 
 def test_no_cut_without_a_loop_or_outside_the_plan() -> None:
