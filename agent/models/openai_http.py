@@ -324,7 +324,7 @@ class OpenAIChatModel:
                     loop = repeats.loop
                     assert loop is not None
                     self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period,
-                                copies=loop.copies)
+                                copies=loop.copies, counted=loop.counted)
                     return
             for name, payload in sse.close():
                 stream.event(name, payload)

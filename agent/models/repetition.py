@@ -5,20 +5,31 @@ and gram9): the builder's plan wrote a test file and, a few asserts in, repeated
 three lines to its 3,072-token limit: 264 s of a 307 s command spent on copies. The loop is exact —
 the same characters each time — so it shows as a tail of the text with a short period.
 
+The same model also counts while it loops (run gram10, fix-temperature: "# Example 24: …",
+"# Example 25: …", … to the limit, twice, 285 s and 249 s). So a second, stricter look reads every
+run of digits as one and the same digit: a tail of many more copies (`MIN_COUNTED_COPIES`, at least
+`MIN_COUNTED_CHARS`) that differ only in their numbers is a loop too.
+
 `repeating_tail(text)` finds such a tail; `RepetitionWatch` runs it over a growing stream now and
 then, so that the client can stop reading (the server stops generating when the connection closes)
-after a handful of copies instead of after the token limit. Only exact repeats count: code that
-merely looks alike (a row of similar asserts, a table of numbers) is never cut.
+after a handful of copies instead of after the token limit. Code that merely looks alike (a row of
+asserts with different calls or strings, a short table of numbers) is never cut.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "MIN_COPIES", "MIN_LOOP_CHARS"]
+__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "MIN_COPIES", "MIN_LOOP_CHARS", "MIN_COUNTED_COPIES",
+           "MIN_COUNTED_CHARS"]
 
 MIN_COPIES = 6          # copies of the block at the end of the text
 MIN_LOOP_CHARS = 480    # and at least this much text in them: a short repeated line is no loop
+MIN_COUNTED_COPIES = 16     # copies that differ only in their numbers: many more, since a test's
+MIN_COUNTED_CHARS = 1200    # rows of `f(1) == 1`, `f(2) == 4` look alike too
+_DIGITS = re.compile(r"[0-9]+")
+_COUNTED_LETTERS = 8        # a counted block has words in it ("Example", "assertEqual"), not only numbers
 _MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
@@ -27,21 +38,56 @@ _CHECK_EVERY = 256      # characters of new text between two looks
 
 @dataclass(frozen=True)
 class Loop:
-    """The text's end is `copies` (or more) copies of a `period`-character block from `start` on."""
+    """The text's end is `copies` (or more) copies of a `period`-character block from `start` on;
+    the text up to `first_copy_end` holds the block once. With `counted`, copies differ in their
+    numbers (positions are the text's own; `period` is the block's length with each number as one
+    digit)."""
 
-    start: int    # where the repeating part begins (the first copy)
+    start: int
+    first_copy_end: int
     period: int
     copies: int
-
-    @property
-    def first_copy_end(self) -> int:
-        """Where the first copy ends: the text up to here holds the block once."""
-        return self.start + self.period
+    counted: bool = False
 
 
-def repeating_tail(text: str, *, min_copies: int = MIN_COPIES, min_chars: int = MIN_LOOP_CHARS) -> Loop | None:
-    """The loop the text ends in, or None. The shortest period wins; the repeating part is followed
-    back as far as it goes (the first copy may begin mid-block: any rotation of the block repeats)."""
+def repeating_tail(text: str) -> Loop | None:
+    """The loop the text ends in, exact or counted (see the module), or None."""
+    exact = _periodic_tail(text, MIN_COPIES, MIN_LOOP_CHARS)
+    if exact is not None:
+        return exact
+    if len(text) < MIN_COUNTED_CHARS:
+        return None
+    folded, where = _fold_digits(text)
+    counted = _periodic_tail(folded, MIN_COUNTED_COPIES, MIN_COUNTED_CHARS)
+    if counted is None or _letters(folded[counted.start:counted.first_copy_end]) < _COUNTED_LETTERS:
+        return None   # rows of numbers (a table, a CSV file) are data, however many
+    return Loop(where[counted.start], where[counted.first_copy_end], counted.period, counted.copies, counted=True)
+
+
+def _letters(text: str) -> int:
+    return sum(c.isalpha() for c in text)
+
+
+def _fold_digits(text: str) -> tuple[str, list[int]]:
+    """`text` with every run of digits as "0", and for each of its characters where it was in
+    `text` (plus the end)."""
+    parts: list[str] = []
+    where: list[int] = []
+    last = 0
+    for m in _DIGITS.finditer(text):
+        parts.append(text[last:m.start()])
+        where.extend(range(last, m.start()))
+        parts.append("0")
+        where.append(m.start())
+        last = m.end()
+    parts.append(text[last:])
+    where.extend(range(last, len(text) + 1))
+    return "".join(parts), where
+
+
+def _periodic_tail(text: str, min_copies: int, min_chars: int) -> Loop | None:
+    """The exact loop the text ends in, or None. The shortest period wins; the repeating part is
+    followed back as far as it goes (the first copy may begin mid-block: any rotation repeats)."""
     n = len(text)
     if n < max(min_chars, _PROBE + _MIN_PERIOD):
         return None
@@ -59,7 +105,7 @@ def repeating_tail(text: str, *, min_copies: int = MIN_COPIES, min_chars: int = 
             start = n - span
             while start > 0 and text[start - 1] == text[start - 1 + period]:
                 start -= 1
-            return Loop(start, period, (n - start) // period)
+            return Loop(start, start + period, period, (n - start) // period)
         pos = text.rfind(probe, floor, pos + _PROBE - 1)
     return None
 

@@ -69,7 +69,7 @@ def cut_loop(reply: str) -> LoopCut | None:
         return None
     end = loop.first_copy_end
     # The first copy may begin mid-line (any rotation of the block repeats): end it at the next line end.
-    line_end = reply.find("\n", end - 1, end - 1 + loop.period)
+    line_end = reply.find("\n", end - 1, end - 1 + (end - loop.start))
     text = reply[start:line_end + 1 if line_end >= 0 else end]
     state = _open_at_end(text)
     if state is None or (state.kind == "long" and _SWALLOWED.search(text, state.at)):

@@ -28,10 +28,22 @@ def test_too_few_copies_or_too_little_text_is_no_loop() -> None:
 
 
 def test_similar_lines_that_differ_are_no_loop() -> None:
-    rows = "".join(f"    self.assertEqual(fizzbuzz({i}), {str(i)!r})\n" for i in range(1, 80))
+    words = ["Fizz", "Buzz", "FizzBuzz", "seven", "eight"]
+    rows = "".join(f"    self.assertEqual(fizzbuzz({i})[-1], {words[i % 5]!r})\n" for i in range(1, 80))
     assert repeating_tail(HEAD + rows) is None
-    table = "".join(f"    ({i}, {i * i}),\n" for i in range(200))
-    assert repeating_tail(table) is None
+    table = "".join(f"    ({i}, {i * i}, {i / 7:.3f}),\n" for i in range(300))
+    assert repeating_tail(table) is None                      # numbers only: data, however many rows
+
+
+def test_copies_that_only_count_are_a_loop_once_there_are_many() -> None:
+    # The 0.5B's test file in run gram10 (fix-temperature): "Example 24", "Example 25", ... to its limit.
+    def row(i: int) -> str:
+        return f"    # Example {i}: fahrenheit_to_celsius(32) should return 0.0\n    assert fahrenheit_to_celsius(32) == 0.0\n\n"
+    assert repeating_tail(HEAD + "".join(row(i) for i in range(1, 12))) is None      # 11 rows: could be a test
+    text = HEAD + "".join(row(i) for i in range(1, 30))
+    loop = repeating_tail(text)
+    assert loop is not None and loop.counted and loop.copies >= 16
+    assert "Example 1:" in text[loop.start:loop.first_copy_end] and "Example 2:" not in text[:loop.first_copy_end]
 
 
 def test_short_runs_of_one_character_pattern_are_data_not_loops() -> None:
