@@ -85,6 +85,8 @@ def _plans(r: dict[str, Any]) -> str:
     after = f"; last plan of a command valid {r.get('plan_commands_valid', 0)}/{c}" if c else ""
     if r.get("lua_strings_closed"):
         after += f"; {r['lua_strings_closed']} valid once the agent closed a long string"
+    if r.get("lua_loops_cut"):
+        after += f"; {r['lua_loops_cut']} cut at a loop and finished"
     return f"{r.get('lua_plans_valid', r['lua_plans_ok'])}/{n} / {r['lua_plans_ok']}/{n}{after}" if n else "-"
 
 
@@ -101,7 +103,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
     lines += ["", "| model | success | commands | model calls | 1st-try valid | valid after repair | lua plans valid / ran ok | "
               "max s | total s |", "|---|---|---|---|---|---|---|---|---|"]
     for model, rs in summary(results).items():
-        lines.append(f"| {model} | {rs['success']}/{rs['runs']} | {rs['commands']} | {rs['model_calls']} | "
+        stopped = f" ({rs['loops_stopped']} stopped at a loop)" if rs["loops_stopped"] else ""
+        lines.append(f"| {model} | {rs['success']}/{rs['runs']} | {rs['commands']} | {rs['model_calls']}{stopped} | "
                      f"{_pct(rs['answers_valid_first_try'], rs['answers'])} | {_pct(rs['answers_valid'], rs['answers'])} | "
                      f"{_plans(rs)} | {rs['max_seconds']:.0f} | {rs['seconds']:.0f} |")
     lines += ["", "| model | action | commands | model calls | 1st-try valid | valid after repair | rejections | failures |",
@@ -142,13 +145,15 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         s = out.setdefault(r["model"], {"runs": 0, "success": 0, "commands": 0, "model_calls": 0, "answers": 0,
                                         "answers_valid_first_try": 0, "answers_valid": 0, "lua_plans": 0,
                                         "lua_plans_ok": 0, "lua_plans_valid": 0, "plan_commands": 0,
-                                        "plan_commands_valid": 0, "lua_strings_closed": 0, "seconds": 0.0, "max_seconds": 0.0, "max_commands": 0})
+                                        "plan_commands_valid": 0, "lua_strings_closed": 0, "lua_loops_cut": 0,
+                                        "loops_stopped": 0, "seconds": 0.0, "max_seconds": 0.0, "max_commands": 0})
         s["runs"] += 1
         s["success"] += int(bool(r["success"]))
         for key in ("commands", "model_calls", "answers", "answers_valid_first_try", "answers_valid", "lua_plans",
                     "lua_plans_ok", "lua_plans_valid", "plan_commands", "plan_commands_valid", "seconds"):
             s[key] += r[key]
-        s["lua_strings_closed"] += r.get("lua_strings_closed", 0)
+        for key in ("lua_strings_closed", "lua_loops_cut", "loops_stopped"):
+            s[key] += r.get(key, 0)
         s["max_seconds"] = max(s["max_seconds"], r["seconds"])
         s["max_commands"] = max(s["max_commands"], r["commands"])
     return out

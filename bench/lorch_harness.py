@@ -357,6 +357,10 @@ def measure(ws: Path) -> dict[str, Any]:
         "lua_plans_valid": sum(1 for p in plan_ends if p.get("code") != "plan_invalid"),
         # of them, valid only once the agent closed a long string that ran on into the plan's code
         "lua_strings_closed": sum(1 for a in audit if a.get("event") == "plan_string_closed"),
+        # plans cut at a loop and finished by the model (the looped plan counts as an invalid one)
+        "lua_loops_cut": sum(1 for a in audit if a.get("event") == "plan_loop_cut"),
+        # answers whose stream the client stopped at a loop
+        "loops_stopped": sum(1 for a in audit if a.get("event") == "model_repetition_stopped"),
         "plan_commands": plan_commands[0], "plan_commands_valid": plan_commands[1],
         "plan_records": len(list((ws / PLANS).glob("*.json"))) if (ws / PLANS).is_dir() else 0,
         "command_failures": [str(a.get("code")) for a in failed],
