@@ -80,7 +80,7 @@ def cut_loop(reply: str) -> LoopCut | None:
         last = text.rfind("\n")
         if last <= 0:
             return None
-        text = text[:last + 1] if state.kind == "long" else text[:last]
+        text = text[:last + 1]   # in code the closing brackets then go on a line of their own
         again = _open_at_end(text)
         if again is None or again.kind != state.kind:
             return None
@@ -96,7 +96,9 @@ def cut_loop(reply: str) -> LoopCut | None:
         placeholders = ", ''" * len(missing)
         if compiles(f"{text}{string_close}{placeholders})\nend"):
             return LoopCut(text + string_close, text.count("\n") + 1, string_close, missing)
-    for after in _AFTER_STRING if state.kind != "code" else ("",):
+    for after in _AFTER_STRING:
+        # In code too: the cut may fall in a call's arguments (run gram11: an edit's arguments ran on
+        # in `-- Add more code here` and `// Add and more` lines).
         closer = string_close + after
         if compiles(f"{text}{closer}\nend"):
             return LoopCut(text + closer, text.count("\n") + 1, closer)

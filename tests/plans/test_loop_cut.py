@@ -78,3 +78,14 @@ def test_the_rest_of_run_grammar_takes_statements_the_answer_and_end_only() -> N
     assert rest.accepts('\n  if w.error then error("write failed") end\n  return {summary = "x"}\nend')
     assert not rest.accepts("\n  return {summary = 'x'}\n")                       # `end` is due
     assert not rest.accepts("```lua\nfunction run(context)\n  return {summary = 'x'}\nend\n```")  # no second plan
+
+
+def test_a_loop_in_code_inside_a_call_is_closed_on_a_line_of_its_own() -> None:
+    # The 0.5B (run gram11): an edit's arguments ran on in comment lines and `// Add and more`
+    # (Lua's floor division, then names), six comment lines per copy, to the stream's stop.
+    block = "    // Add and more\n" + "    -- Add an and more\n" * 6
+    reply = ('```lua\nfunction run(context)\n  local r = tools.edit("cart.py", "a", "b"\n'
+             "    -- Add more code here if needed\n\n" + block * 12)
+    cut = cut_loop(reply)
+    assert cut is not None and cut.closer == ")" and cut.head.endswith("-- Add an and more\n)")
+    assert cut.head.count("// Add and more") == 1
