@@ -234,6 +234,9 @@ def _lexical(g: _Rules, name_excluded: frozenset[str]) -> None:
     # grammar wants a statement is steered to one, not into a name like `endlua`.
     _names(g, "name", name_excluded, _CLOSERS)
     _names(g, "ident", frozenset(KEYWORDS))
+    # A field is never `tools`: `context.tools.read_path(...)` is how the 0.5B reached for a tool
+    # that does not exist (run gram11, twice), and the lint refuses it as an unknown tool.
+    _names(g, "field", frozenset(KEYWORDS | {"tools"}))
     g.add("num", '[0-9]+ ("." [0-9]+)? ([eE] [+\\x2D]? [0-9]+)? | "0" [xX] [0-9a-fA-F]+')
     escape = ('"\\\\" ([abfnrtv] | "\\\\" | "\\"" | "\'" | "x" [0-9a-fA-F]{2} | [01] [0-9] [0-9] | '
               '"2" [0-4] [0-9] | "25" [0-5] | "u{" [0-9a-fA-F]{1,6} "}")')
@@ -288,7 +291,7 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
     g.add("libcall", " | ".join(calls))
     g.add("args", '"(" ws (explist ws)? ")"')
     g.add("explist", 'expr (ws "," ws expr)*')
-    g.add("acc", '"." ident | "[" ws exprnl ws "]"')
+    g.add("acc", '"." field | "[" ws exprnl ws "]"')
     g.add("meth", f'":" {_alt([_lit(f) for f in STRING_FUNCTIONS])} args')
     # No call right after a field or index (`x.y(...)`): tool results are data, and that is how
     # small models write `file.read()`, `lines.append()`, `path.endswith()`, `context.tools.nope()`.

@@ -296,6 +296,8 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
                                    "  return {summary = 'x'}\nend"), id="call-of-a-made-up-name"),
     pytest.param("builder", fenced("function run(c)\n  check_file('a.py')\n  return {summary = 'x'}\nend"),
                  id="call-statement-of-a-made-up-name"),
+    pytest.param("builder", fenced("function run(context)\n  local f = context.tools.read_path['a.py']\n"
+                                   "  return {summary = 'x'}\nend"), id="context-tools-field"),
     pytest.param("reviewer", fenced("function run(c)\n  return {status = 'approve', summary = 'x', findings = {}}\nend"),
                  id="status-not-in-enum"),
     pytest.param("reviewer", fenced("function run(c)\n  tools.write('a', 'b')\n"
@@ -537,6 +539,7 @@ def test_short_string_escapes_are_luas_own() -> None:
     ("a.b:upper()", True), ("a:dump()", False), ("f(x)(y)", False), ("(x).y", True), ("t.end", False),
     ("a.b(1)", False), ("t[1](2)", False), ("t[1]:upper()", True), ("f(x).y", False), ("f(x).y(1)", False),
         ("tostring(x)(y)", True), ("type(x).y", True), ("s:upper()", True),
+        ("context.tools", False), ("context.toolset", True), ("t.tools_used", True),
 ])
 def test_expressions_never_lex_differently(text: str, accepted: bool) -> None:
     """Exactly the token sequences that Lua reads the way the grammar means them."""
