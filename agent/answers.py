@@ -230,7 +230,6 @@ class _Loop:
         self.temperature: float | None = None  # None: the model layer's default
         self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
         self.cuts = 0                       # plans cut at a loop, this command
-        self.joined_reply = False           # the reply at hand is a cut plan and its rest: never cut again
 
     def resume_request(self, request: ModelRequest) -> ModelRequest:
         """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
@@ -252,7 +251,8 @@ class _Loop:
         cut = self.resume
         assert cut is not None
         self.resume = None
-        self.joined_reply = True
+        if reply.truncated:  # as it came: a rest that loops ends in its copies, to be cut again
+            return replace(reply, text=f"```lua\n{cut.head}\n{reply.text.lstrip(chr(10))}")
         rest = reply.text.strip("\n").removesuffix("```").rstrip()
         return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
 
@@ -320,7 +320,6 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                 loop.temperature)
         if loop.resume is not None:
             request = loop.resume_request(request)
-        loop.joined_reply = False
         try:
             reply = model.complete(request)
             if loop.resume is not None:
@@ -435,9 +434,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
 
 def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
     """Set up the request for the rest of a grammar-held plan that looped; False when the form is
-    not a grammar-held plan, the reply is itself a cut plan's rest, the command's cuts are used up
-    (one per attempt), or the plan cannot be cut (agent/plans/loop_cut.py)."""
-    if loop.joined_reply or loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs:
+    not a grammar-held plan, the command's cuts are used up (as many as attempts), or the plan
+    cannot be cut (agent/plans/loop_cut.py). A rest that loops itself is cut again (run gram12: the
+    0.5B's rest repeated a line of its own), within the same count."""
+    if loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs:
         return False
     cut = cut_loop(text)
     if cut is None:

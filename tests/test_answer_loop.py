@@ -212,3 +212,31 @@ def test_every_plan_that_loops_is_cut_and_finished_without_spending_an_attempt(t
     assert all(r.messages[-2]["content"].endswith("    assert f(2) == 4\n]])") for r in asked)
     audit = [json.loads(x) for x in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
     assert [a["attempt"] for a in audit if a["event"] == "plan_loop_cut"] == [1, 2, 3]
+
+
+def test_a_rest_that_loops_itself_is_cut_again(tmp_path: Path) -> None:
+    # The 0.5B (run gram12): asked for the rest of its cut plan, it repeated a line of the rest.
+    from dataclasses import dataclass
+
+    from role_context import FakeModelWithCaps
+
+    @dataclass
+    class Caps:
+        streaming: bool = True
+        json_schema: bool | None = True
+        grammar: bool = True
+        server: str = "llama.cpp"
+
+    looped = ModelReply(text="```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
+                        + "    assert f(1) == 1\n    assert f(2) == 4\n" * 40)
+    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    rest_loop = ModelReply(text='\n  tools.progress("wrote the test file t.py")\n' * 30)
+    rest_loop.finish_reason = "repetition"  # type: ignore[attr-defined]
+    model = FakeModelWithCaps([looped, rest_loop, '\n  return {summary = "wrote t.py"}\nend'], caps=Caps())
+    ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
+    answer = obtain_answer(ctx, AnswerSpec("builder", "planning"), "write t.py")
+    assert answer.data["summary"] == "wrote t.py" and answer.via == "lua"
+    assert len(model.requests) == 3
+    last_head = model.requests[2].messages[-2]["content"]
+    assert last_head.count('tools.progress("wrote the test file t.py")') == 1
+    assert (tmp_path / "t.py").read_text() == "    assert f(1) == 1\n    assert f(2) == 4\n"

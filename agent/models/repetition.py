@@ -30,7 +30,8 @@ MIN_COUNTED_COPIES = 16     # copies that differ only in their numbers: many mor
 MIN_COUNTED_CHARS = 1200    # rows of `f(1) == 1`, `f(2) == 4` look alike too
 _DIGITS = re.compile(r"[0-9]+")
 _COUNTED_LETTERS = 8        # a counted block has words in it ("Example", "assertEqual"), not only numbers
-_MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop
+_MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop ...
+_MIN_SHORT_LOOP_CHARS = 600   # ... unless the short block holds a line break and runs this long
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
 _CHECK_EVERY = 256      # characters of new text between two looks
@@ -100,11 +101,13 @@ def _periodic_tail(text: str, min_copies: int, min_chars: int) -> Loop | None:
         if span > n:
             return None       # longer periods need even more text
         if text[n - span:n - period] == text[n - span + period:]:
-            if period < _MIN_PERIOD:
-                return None   # a run of one short pattern (`0, 0, 0`, `=====`): data, not a loop
             start = n - span
             while start > 0 and text[start - 1] == text[start - 1 + period]:
                 start -= 1
+            if period < _MIN_PERIOD and ("\n" not in text[n - period:] or n - start < _MIN_SHORT_LOOP_CHARS):
+                # A run of one short pattern on a line (`0, 0, 0`, `=====`) is data; over many lines
+                # (`} ` alone on 1,300 lines: the 0.5B, run gram13, to its token limit) a loop.
+                return None
             return Loop(start, start + period, period, (n - start) // period)
         pos = text.rfind(probe, floor, pos + _PROBE - 1)
     return None

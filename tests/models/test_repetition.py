@@ -49,6 +49,13 @@ def test_copies_that_only_count_are_a_loop_once_there_are_many() -> None:
 def test_short_runs_of_one_character_pattern_are_data_not_loops() -> None:
     assert repeating_tail("data = [" + "0, " * 400 + "0]\n") is None
     assert repeating_tail("# " + "=" * 900) is None
+    assert repeating_tail(HEAD + "}\n" * 250) is None                 # 500 characters: not yet
+
+
+def test_a_short_line_over_and_over_is_a_loop() -> None:
+    # The 0.5B (run gram13): `} ` on a line of its own, 1,300 times, to its token limit.
+    loop = repeating_tail(HEAD + "end\n" + "} \n" * 400)
+    assert loop is not None and loop.period == 3 and loop.copies >= 200
 
 
 def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
