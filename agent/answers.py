@@ -230,6 +230,7 @@ class _Loop:
         self.temperature: float | None = None  # None: the model layer's default
         self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
         self.cuts = 0                       # plans cut at a loop, this command
+        self.cutoffs = 0                    # answers cut off at the token limit without a loop
 
     def resume_request(self, request: ModelRequest) -> ModelRequest:
         """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
@@ -389,6 +390,12 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 # Measured: the 0.5B held to the plan grammar looped inside a long string on every
                 # attempt; the JSON answer, held by its schema, is the form it finishes.
                 if loop.switch_to_json("the plan repeated itself until it was cut off"):
+                    message += " Answer with the JSON object only."
+            elif cut_off:
+                loop.cutoffs += 1
+                # Measured (0.5B, run gram12): a spec plan nesting the same checks deeper each time,
+                # cut at its limit in all three attempts; the third failure ended the run (exit 3).
+                if loop.cutoffs >= 2 and loop.switch_to_json("the plan was cut off at its token limit twice"):
                     message += " Answer with the JSON object only."
             copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
             if copied is not None:

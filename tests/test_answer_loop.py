@@ -240,3 +240,23 @@ def test_a_rest_that_loops_itself_is_cut_again(tmp_path: Path) -> None:
     last_head = model.requests[2].messages[-2]["content"]
     assert last_head.count('tools.progress("wrote the test file t.py")') == 1
     assert (tmp_path / "t.py").read_text() == "    assert f(1) == 1\n    assert f(2) == 4\n"
+
+
+def test_a_plan_cut_off_twice_without_a_loop_is_asked_for_as_json(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-0.5B's spec plan (run gram12): the same checks nested deeper each time, cut at the
+    # token limit in all three attempts; the failure ended lorch's run. The second cut-off switches.
+    def nested(depth: int) -> str:
+        return "".join("  " * (i + 1) + f"if #errors == {i} then -- check {i}\n" for i in range(depth))
+
+    cuts = []
+    for depth in (30, 31):
+        cut = ModelReply(text="```lua\nfunction run(context)\n  local errors = {}\n" + nested(depth))
+        cut.finish_reason = "length"  # type: ignore[attr-defined]
+        cuts.append(cut)
+    model = FakeModel([*cuts, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    assert [r.response_schema is not None for r in model.requests] == [False, False, True]
+    assert "Answer with the JSON object only." in model.requests[2].messages[-1]["content"]
+    audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    assert "the plan was cut off at its token limit twice" in audit
