@@ -260,3 +260,17 @@ def test_a_plan_cut_off_twice_without_a_loop_is_asked_for_as_json(tmp_path: Path
     assert "Answer with the JSON object only." in model.requests[2].messages[-1]["content"]
     audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
     assert "the plan was cut off at its token limit twice" in audit
+
+
+def test_a_plan_that_fails_the_same_way_twice_is_asked_for_as_json(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-0.5B's spec plan (run gram14): arithmetic on a table, the same runtime error three
+    # times, then the failed update_spec ended lorch's run. The second time switches to JSON.
+    def plan(i: int) -> str:
+        return (f"```lua\nfunction run(context)\n  local expected = {{}}\n  local n = expected + {i}\n"
+                "  return {status = 'approved', summary = 'x', findings = {}}\nend\n```")
+
+    model = FakeModel([plan(1), plan(2), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    assert [r.response_schema is not None for r in model.requests] == [False, False, True]
+    assert "failed with this same error twice" in model.requests[2].messages[-1]["content"]
