@@ -194,28 +194,56 @@ class LorchRun:
     log: Path
 
 
+LOG_FLOOD_BYTES = 256 * 2**20
+_LOG_KEEP = 4 * 2**20
+
+
+def _log_text(log: Path) -> str:
+    """lorch's log as text; past 2 × _LOG_KEEP only its head and tail, and the file cut down to them."""
+    size = log.stat().st_size
+    if size <= 2 * _LOG_KEEP:
+        return log.read_text("utf-8", "replace")
+    with open(log, "rb") as f:
+        head = f.read(_LOG_KEEP)
+        f.seek(size - _LOG_KEEP)
+        tail = f.read()
+    gap = f"\n[… {size - 2 * _LOG_KEEP} bytes of lorch's log left out by the bench …]\n".encode()
+    log.write_bytes(head + gap + tail)
+    return (head + gap + tail).decode("utf-8", "replace")
+
+
 def run_lorch(lorch: Path, ws: Path, task_id: str, *, wall_cap: float, log: Path) -> LorchRun:
     """`lorch run --task ID --config ws/lorch.json` from the workspace, killed (whole group) at `wall_cap`."""
     argv = [str(lorch), "run", "--task", task_id, "--config", str(ws / "lorch.json")]
     started = time.monotonic()
     timed_out = False
+    flooded = False
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ws, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
-            proc.wait(wall_cap)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop_group(proc)
+            while proc.poll() is None:
+                if time.monotonic() - started > wall_cap:
+                    timed_out = True
+                    _stop_group(proc)
+                elif log.stat().st_size > LOG_FLOOD_BYTES:
+                    # lorch's shutdown race ("read |0: file already closed" in a loop) once wrote
+                    # 18 GB here in eight minutes, after an agent had exited 3 (run gram14).
+                    flooded = True
+                    _stop_group(proc)
+                else:
+                    time.sleep(0.5)
         except BaseException:
             _stop_group(proc)
             raise
     seconds = time.monotonic() - started
-    text = log.read_text("utf-8", "replace")
+    text = _log_text(log)
     errors = [line[len("Error: "):] for line in text.splitlines() if line.startswith("Error: ")]
     error = errors[-1] if errors else None
     if timed_out:
         error = f"stopped by the bench's wall cap ({wall_cap:.0f}s)"
+    elif flooded:
+        error = f"stopped: lorch's log passed {LOG_FLOOD_BYTES // 2**20} MiB (its shutdown race)"
     ok = proc.returncode == 0 and SUCCESS_LINE in text and not timed_out
     # "read |0: file already closed" is lorch reading a pipe it closed itself while shutting down
     # (a race inside lorch that repeats the line in a loop), not a line the agent wrote.

@@ -84,3 +84,21 @@ def test_plan_validity_after_repair_is_counted_per_command_from_the_audit() -> N
              accepted,                                                                # a JSON answer: no plan
              accepted, {"event": "plan_end", "kind": "lua", "code": "plan_invalid"}]
     assert harness._plan_commands(audit) == (3, 2)
+
+
+def test_a_lorch_that_floods_its_log_is_stopped_and_its_log_cut(tmp_path: Path, monkeypatch: Any) -> None:
+    # lorch's shutdown race once wrote 18 GB of "read |0: file already closed" (run gram14) and the
+    # bench died reading it. A fake lorch floods the same way; the harness stops it and keeps the
+    # log's head and tail.
+    fake = tmp_path / "lorch"
+    fake.write_text("#!/bin/sh\necho 'starting'\nwhile :; do echo 'Error: read |0: file already closed'; done\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(harness, "LOG_FLOOD_BYTES", 200_000)
+    monkeypatch.setattr(harness, "_LOG_KEEP", 20_000)
+    log = tmp_path / "lorch.log"
+    run = harness.run_lorch(fake, tmp_path, "T-1", wall_cap=60, log=log)
+    assert not run.ok and not run.timed_out and run.seconds < 30
+    assert run.error is not None and "lorch's log passed" in run.error
+    text = log.read_text()
+    assert text.startswith("starting\n") and "of lorch's log left out by the bench" in text
+    assert log.stat().st_size < 60_000
