@@ -252,9 +252,10 @@ class _Loop:
         cut = self.resume
         assert cut is not None
         self.resume = None
+        rest = reply.text.lstrip("\n")
         if reply.truncated:  # as it came: a rest that loops ends in its copies, to be cut again
-            return replace(reply, text=f"```lua\n{cut.head}\n{reply.text.lstrip(chr(10))}")
-        rest = reply.text.strip("\n").removesuffix("```").rstrip()
+            return replace(reply, text=f"```lua\n{cut.head}\n{rest}")
+        rest = rest.rstrip("\n").removesuffix("```").rstrip()
         return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
 
     def switch_to_json(self, why: str) -> bool:
@@ -375,7 +376,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                  temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
             loop.rejected.append(_normal(reply.text))
             loop.errors.append(exc.message)
-            if cut_off and looping(reply.text) and _cut_at_loop(ctx, loop, reply.text, attempt):
+            looped = cut_off and looping(reply.text)
+            if looped and _cut_at_loop(ctx, loop, reply.text, attempt):
                 # The rest of this answer, not a new attempt: a model that loops in every plan
                 # would otherwise spend the whole repair budget on cut plans (run gram10).
                 attempt -= 1
@@ -383,7 +385,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
-            if cut_off and looping(reply.text):
+            if looped:
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF

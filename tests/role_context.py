@@ -38,6 +38,16 @@ class FakeModel:
         return None
 
 
+@dataclass
+class Caps:
+    """What a capability probe reports (the fields of `agent.models.base.Capabilities` that matter)."""
+
+    streaming: bool = True
+    json_schema: bool | None = True
+    grammar: bool = False
+    server: str = "llama.cpp"
+
+
 class FakeModelWithCaps(FakeModel):
     probes = 0
 

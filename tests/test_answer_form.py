@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import sys
 import types
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from role_context import FakeModel, FakeModelWithCaps
+from role_context import Caps, FakeModel, FakeModelWithCaps
 
 from agent.models.config import parse_config
 from agent.models.routing import RoutingModel
 from agent.models.usage import UsageTracker
 from agent.roles.answer_form import choose_form
-
-
-@dataclass
-class Caps:
-    streaming: bool = True
-    json_schema: bool | None = True
-    grammar: bool = False
-    server: str = "llama.cpp"
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from role_context import FakeModel, Recorded, make_context
+from role_context import Caps, FakeModel, FakeModelWithCaps, Recorded, make_context
 
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.errors import InvalidModelResponse, ModelTimeout
@@ -178,27 +178,22 @@ def test_a_plan_that_loops_until_cut_off_is_asked_again_as_json(tmp_path: Path) 
     assert "the plan repeated itself until it was cut off" in audit
 
 
+def _looped_plan() -> ModelReply:
+    """A grammar-held plan whose test file repeats two lines until the client stopped the stream."""
+    looped = ModelReply(text="```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
+                        + "    assert f(1) == 1\n    assert f(2) == 4\n" * 40)
+    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    return looped
+
+
 def test_every_plan_that_loops_is_cut_and_finished_without_spending_an_attempt(tmp_path: Path) -> None:
     # Qwen2.5-Coder-0.5B held to the grammar (feature-cart, run gram10): its first plan looped, was cut
     # and finished, failed the role's rules; its repair looped again. Each loop is cut (the last
     # plan of the command is a whole one), the continuations cost no attempt, and the command ends.
-    from dataclasses import dataclass
-
-    from role_context import FakeModelWithCaps
-
-    @dataclass
-    class Caps:
-        streaming: bool = True
-        json_schema: bool | None = True
-        grammar: bool = True
-        server: str = "llama.cpp"
-
-    looped = ModelReply(text="```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
-                        + "    assert f(1) == 1\n    assert f(2) == 4\n" * 40)
-    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    looped = _looped_plan()
     # no change: refused by the role's rules (each rest differs: the same answer twice goes to JSON)
     rests = [f'\n  return {{summary = "wrote t.py ({i})"}}\nend\n```' for i in range(3)]
-    model = FakeModelWithCaps([looped, rests[0], looped, rests[1], looped, rests[2]], caps=Caps())
+    model = FakeModelWithCaps([looped, rests[0], looped, rests[1], looped, rests[2]], caps=Caps(grammar=True))
     ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
     def no_change(data: dict) -> None:  # type: ignore[type-arg]
         raise InvalidAnswer("implement needs at least one change")
@@ -216,23 +211,10 @@ def test_every_plan_that_loops_is_cut_and_finished_without_spending_an_attempt(t
 
 def test_a_rest_that_loops_itself_is_cut_again(tmp_path: Path) -> None:
     # The 0.5B (run gram12): asked for the rest of its cut plan, it repeated a line of the rest.
-    from dataclasses import dataclass
-
-    from role_context import FakeModelWithCaps
-
-    @dataclass
-    class Caps:
-        streaming: bool = True
-        json_schema: bool | None = True
-        grammar: bool = True
-        server: str = "llama.cpp"
-
-    looped = ModelReply(text="```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
-                        + "    assert f(1) == 1\n    assert f(2) == 4\n" * 40)
-    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    looped = _looped_plan()
     rest_loop = ModelReply(text='\n  tools.progress("wrote the test file t.py")\n' * 30)
     rest_loop.finish_reason = "repetition"  # type: ignore[attr-defined]
-    model = FakeModelWithCaps([looped, rest_loop, '\n  return {summary = "wrote t.py"}\nend'], caps=Caps())
+    model = FakeModelWithCaps([looped, rest_loop, '\n  return {summary = "wrote t.py"}\nend'], caps=Caps(grammar=True))
     ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
     answer = obtain_answer(ctx, AnswerSpec("builder", "planning"), "write t.py")
     assert answer.data["summary"] == "wrote t.py" and answer.via == "lua"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from agent.models.repetition import repeating_tail
 from agent.plans.tools import TOOL_SPECS
-from agent.plans.unclosed import compiler
+from agent.plans.unclosed import LONG_OPENING, compiler
 
 __all__ = ["LoopCut", "cut_loop", "rest_of_run_grammar"]
 
@@ -30,7 +30,6 @@ _RUN = "function run("
 # a table field, a table in a call.
 _AFTER_STRING = ("", ")", "}", "})", ")}", "}}", "}})")
 _ROOT = re.compile(r"^root ::= .*$", re.M)
-_LONG = re.compile(r"\[(=*)\[")
 _CALL = re.compile(r"tools\.(\w+)\s*$")
 # A string that holds these has swallowed the plan's own end (or the reply's fence): the loop is
 # in what came after, and cutting there would write the plan's code into a file.
@@ -141,7 +140,7 @@ def _open_at_end(source: str) -> _Open | None:
     while i < n:
         c = source[i]
         if source.startswith("--", i):
-            long = _LONG.match(source, i + 2)
+            long = LONG_OPENING.match(source, i + 2)
             if long:
                 end = source.find(f"]{long.group(1)}]", long.end())
                 i = end + len(long.group(1)) + 2
@@ -150,7 +149,7 @@ def _open_at_end(source: str) -> _Open | None:
                 i = end + 1
             if end < 0:
                 return None
-        elif c == "[" and (long := _LONG.match(source, i)):
+        elif c == "[" and (long := LONG_OPENING.match(source, i)):
             end = source.find(f"]{long.group(1)}]", long.end())
             if end < 0:
                 return _Open("long", long.group(1), i, brackets)

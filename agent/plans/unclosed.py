@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-__all__ = ["close_swallowed_string", "has_unclosed_bracket", "compiler"]
+__all__ = ["close_swallowed_string", "has_unclosed_bracket", "compiler", "LONG_OPENING"]
 
 _UNFINISHED = re.compile(r"unfinished long string \(starting at line (\d+)\)")
-_OPENING = re.compile(r"\[(=*)\[")
+LONG_OPENING = re.compile(r"\[(=*)\[")   # a long bracket `[[` / `[==[`: the `=`s are group 1
 # A line of the string's text that reads as plan code: where the model meant the string to end.
 _CODE_LINE = re.compile(r"[ \t]*(if|local|return|tools\.|error\(|end\b|for|while)")
 _RUN_END = re.compile(r"^end\b[^\n]*$", re.M)   # `end` at column 0: what closes `function run`
@@ -32,7 +32,7 @@ def has_unclosed_bracket(source: str) -> bool:
     """A cheap text test, before any compiling: a long bracket `[[` / `[=[` … with no closing one
     after it. False for nearly every plan, so a plan is compiled once, by the sandbox's own check."""
     pos = 0
-    while (m := _OPENING.search(source, pos)) is not None:
+    while (m := LONG_OPENING.search(source, pos)) is not None:
         end = source.find("]" + m.group(1) + "]", m.end())
         if end < 0:
             return True
@@ -53,7 +53,7 @@ def close_swallowed_string(source: str, error: str) -> tuple[str, int] | None:
     start = int(m.group(1)) - 1
     if not 0 <= start < len(lines):
         return None
-    openings = list(_OPENING.finditer(lines[start]))
+    openings = list(LONG_OPENING.finditer(lines[start]))
     if not openings:
         return None
     level = len(openings[-1].group(1))
