@@ -10,6 +10,13 @@ The same model also counts while it loops (run gram10, fix-temperature: "# Examp
 run of digits as one and the same digit: a tail of many more copies (`MIN_COUNTED_COPIES`, at least
 `MIN_COUNTED_CHARS`) that differ only in their numbers is a loop too.
 
+Two more shapes (run gram16): a review plan that repeated one 464-character `for` block until its
+token limit, never reaching six copies, and an edit whose new text was `"Fizz", ` a thousand times
+on one line. So three exact copies of a block of `MIN_BLOCK_PERIOD`+ characters are a loop, and so
+is a short pattern along one line once it runs 1,500 characters. Replayed over the 1,358 distinct
+replies recorded in real-model runs so far, these rules stop 22 replies sooner or at all, every one
+a loop, and no other.
+
 `repeating_tail(text)` finds such a tail; `RepetitionWatch` runs it over a growing stream now and
 then, so that the client can stop reading (the server stops generating when the connection closes)
 after a handful of copies instead of after the token limit. Code that merely looks alike (a row of
@@ -31,7 +38,10 @@ MIN_COUNTED_CHARS = 1200    # rows of `f(1) == 1`, `f(2) == 4` look alike too
 _DIGITS = re.compile(r"[0-9]+")
 _COUNTED_LETTERS = 8        # a counted block has words in it ("Example", "assertEqual"), not only numbers
 _MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop ...
-_MIN_SHORT_LOOP_CHARS = 600   # ... unless the short block holds a line break and runs this long
+_MIN_SHORT_LOOP_CHARS = 600   # ... unless the short block holds a line break and runs this long,
+_MIN_ONE_LINE_LOOP_CHARS = 1500  # or runs this long on one line (`"Fizz", ` 1,000 times: run gram16)
+MIN_BLOCK_COPIES = 3    # a long block (whole statements) needs fewer copies: three exact copies
+MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a review plan's `for` block, gram16)
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
 _CHECK_EVERY = 256      # characters of new text between two looks
@@ -53,7 +63,8 @@ class Loop:
 
 def repeating_tail(text: str) -> Loop | None:
     """The loop the text ends in, exact or counted (see the module), or None."""
-    exact = _periodic_tail(text, MIN_COPIES, MIN_LOOP_CHARS)
+    exact = (_periodic_tail(text, MIN_COPIES, MIN_LOOP_CHARS)
+             or _periodic_tail(text, MIN_BLOCK_COPIES, MIN_BLOCK_COPIES * MIN_BLOCK_PERIOD, MIN_BLOCK_PERIOD))
     if exact is not None:
         return exact
     if len(text) < MIN_COUNTED_CHARS:
@@ -86,9 +97,10 @@ def _fold_digits(text: str) -> tuple[str, list[int]]:
     return "".join(parts), where
 
 
-def _periodic_tail(text: str, min_copies: int, min_chars: int) -> Loop | None:
-    """The exact loop the text ends in, or None. The shortest period wins; the repeating part is
-    followed back as far as it goes (the first copy may begin mid-block: any rotation repeats)."""
+def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int = 1) -> Loop | None:
+    """The exact loop the text ends in, or None. The shortest period (of at least `min_period`)
+    wins; the repeating part is followed back as far as it goes (the first copy may begin
+    mid-block: any rotation repeats)."""
     n = len(text)
     if n < max(min_chars, _PROBE + _MIN_PERIOD):
         return None
@@ -100,17 +112,25 @@ def _periodic_tail(text: str, min_copies: int, min_chars: int) -> Loop | None:
         span = max(min_copies * period, min_chars)
         if span > n:
             return None       # longer periods need even more text
-        if text[n - span:n - period] == text[n - span + period:]:
+        if (period >= min_period and text[n - span:n - period] == text[n - span + period:]
+                and not (min_period > 1 and _has_shorter_period(text[n - period:]))):
             start = n - span
             while start > 0 and text[start - 1] == text[start - 1 + period]:
                 start -= 1
-            if period < _MIN_PERIOD and ("\n" not in text[n - period:] or n - start < _MIN_SHORT_LOOP_CHARS):
-                # A run of one short pattern on a line (`0, 0, 0`, `=====`) is data; over many lines
-                # (`} ` alone on 1,300 lines: the 0.5B, run gram13, to its token limit) a loop.
+            if period < _MIN_PERIOD and n - start < (_MIN_SHORT_LOOP_CHARS if "\n" in text[n - period:]
+                                                     else _MIN_ONE_LINE_LOOP_CHARS):
+                # A short run of one short pattern on a line (`0, 0, 0`, `=====`) is data; over many
+                # lines (`} ` alone on 1,300 lines: the 0.5B, run gram13, to its token limit) or
+                # along one line for 1,500 characters, a loop.
                 return None
             return Loop(start, start + period, period, (n - start) // period)
         pos = text.rfind(probe, floor, pos + _PROBE - 1)
     return None
+
+
+def _has_shorter_period(block: str) -> bool:
+    """Whether `block` is itself copies of a shorter block (then the short-period rules decide)."""
+    return (block + block).find(block, 1) < len(block)
 
 
 class RepetitionWatch:

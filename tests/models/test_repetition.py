@@ -58,6 +58,34 @@ def test_a_short_line_over_and_over_is_a_loop() -> None:
     assert loop is not None and loop.period == 3 and loop.copies >= 200
 
 
+def test_one_short_pattern_along_one_line_is_a_loop_once_it_runs_long() -> None:
+    # The 0.5B (run gram16, new-fizzbuzz): an edit's `new` text was `"Fizz", ` a thousand times.
+    head = HEAD + "  tools.edit('fizzbuzz.py', 'return []', 'return ["
+    assert repeating_tail(head + '"Fizz", ' * 150) is None            # 1,200 characters: not yet
+    loop = repeating_tail(head + '"Fizz", ' * 200)
+    assert loop is not None and loop.period == 8
+
+
+# The 0.5B's review plan (run gram16, new-fizzbuzz): the same 464-character `for` block over and over.
+REVIEW_BLOCK = ('\n  -- Check if the plan is correct\n  for _, f in ipairs(files) do\n'
+                '    if f ~= "fizzbuzz.py" and f ~= "greet.py" and f ~= "tests/test_greet.py" then\n'
+                '      table.insert(findings, {path = f, line = 1, comment = "Files written by the builder; each '
+                'names a quoted file (`path`), optionally a `line` that exists in it, and a concrete `comment`. '
+                'Do not repeat a finding of your previous review that the changes since have addressed."})\n'
+                '    end\n  end\n')
+
+
+def test_three_copies_of_a_long_block_are_a_loop() -> None:
+    assert len(REVIEW_BLOCK) >= 400
+    assert repeating_tail(HEAD + REVIEW_BLOCK * 2) is None
+    loop = repeating_tail(HEAD + REVIEW_BLOCK * 3)
+    assert loop is not None and loop.period == len(REVIEW_BLOCK) and loop.copies == 3
+    short = REVIEW_BLOCK[:300]
+    assert repeating_tail(HEAD + short * 4) is None                     # a shorter block needs six
+    # A long block that is itself a short pattern on one line keeps the one-line rule.
+    assert repeating_tail("data = [" + "0, " * 450) is None
+
+
 def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
     watch = RepetitionWatch()
     text = HEAD
