@@ -256,3 +256,48 @@ def test_a_plan_that_fails_the_same_way_twice_is_asked_for_as_json(tmp_path: Pat
     assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
     assert [r.response_schema is not None for r in model.requests] == [False, False, True]
     assert "failed with this same error twice" in model.requests[2].messages[-1]["content"]
+
+
+def test_an_unknown_global_is_refused_by_the_next_grammar(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-0.5B's spec plan (run gram16): `{ temperature.py }` in two byte-identical plans,
+    # though the repair named the unknown global; the third attempt was JSON. Now the repair's
+    # grammar cannot write that name, so the plan the model sends is one the grammar allows.
+    from gbnf_matcher import parse_gbnf
+
+    def plan(files: str) -> str:
+        return (f"```lua\nfunction run(context)\n  local files = {{ {files} }}\n"
+                "  return {status = 'approved', summary = 'fine', findings = {}}\nend\n```")
+
+    model = FakeModelWithCaps([plan("temperature.py"), plan('"temperature.py"')], caps=Caps(grammar=True))
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="grammar", max_tokens=None))
+    answer = obtain_answer(ctx, REVIEW, "review it")
+    assert answer.data["status"] == "approved" and answer.form == "grammar"
+    first, second = (parse_gbnf(r.grammar or "") for r in model.requests)
+    assert first.accepts(plan("temperature.py")) and not second.accepts(plan("temperature.py"))
+    assert second.accepts(plan('"temperature.py"'))
+    assert "`temperature` is not defined in your plan" in model.requests[1].messages[-1]["content"]
+    audit = [json.loads(line) for line in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert [(r["name"], r["attempt"]) for r in audit if r["event"] == "plan_name_banned"] == [("temperature", 1)]
+
+
+def test_a_plan_cut_inside_an_edits_old_text_gets_room_for_the_new_text(tmp_path: Path) -> None:
+    # The 0.5B (runs gram10, gram14, gram16): its edit's `old` text looped. The rest must bring the
+    # edit's `new` text first, a string (not the name `new`), with room for it.
+    from gbnf_matcher import parse_gbnf
+
+    (tmp_path / "cart.py").write_text("class Cart:\n    def total(self):\n        return 0\n\n")
+    method = "    def total(self):\\n        return 0\\n\\n"
+    looped = ModelReply(text="```lua\nfunction run(context)\n  local r = tools.edit('cart.py', 'class Cart:\\n"
+                        + method * 12)
+    looped.finish_reason = "repetition"  # type: ignore[attr-defined]
+    rest = (", 'class Cart:\\n    def total(self):\\n        return 1\\n')\n"
+            '  return {summary = "added total"}\nend\n```')
+    model = FakeModelWithCaps([looped, rest], caps=Caps(grammar=True))
+    ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
+    answer = obtain_answer(ctx, AnswerSpec("builder", "planning"), "add total")
+    assert answer.data["summary"] == "added total"
+    asked = model.requests[1]
+    assert asked.max_tokens == 1024 and "remaining argument (new)" in asked.messages[-1]["content"]
+    grammar = parse_gbnf(asked.grammar or "")
+    assert grammar.accepts(rest) and not grammar.accepts(rest.replace("'class Cart:\\n    def total(self):\\n        return 1\\n'", "new"))
+    assert (tmp_path / "cart.py").read_text() == "class Cart:\n    def total(self):\n        return 1\n\n"

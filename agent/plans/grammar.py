@@ -70,6 +70,7 @@ _COMMENT_CHARS = 160
 _HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
 _DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
+_BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning either
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
 
@@ -218,7 +219,7 @@ def _long_string(g: _Rules, level: int) -> str:
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 
-def _lexical(g: _Rules, name_excluded: frozenset[str]) -> None:
+def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[str] = frozenset()) -> None:
     # One bounded line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a
     # comment there too, and the rest would escape into code). A comment follows a whitespace
     # character, so `a - --x` never becomes `a ---x`.
@@ -232,7 +233,7 @@ def _lexical(g: _Rules, name_excluded: frozenset[str]) -> None:
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
     # No variable starts with a word that closes a block: a model about to write `end` where the
     # grammar wants a statement is steered to one, not into a name like `endlua`.
-    _names(g, "name", name_excluded, _CLOSERS)
+    _names(g, "name", name_excluded, _CLOSERS | name_starts)
     _names(g, "ident", frozenset(KEYWORDS))
     # A field is never `tools`: `context.tools.read_path(...)` is how the 0.5B reached for a tool
     # that does not exist (run gram11, twice), and the lint refuses it as an unknown tool.
@@ -563,11 +564,14 @@ def _answer_schema(role: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=32)
-def plan_grammar(role: str, tools: tuple[str, ...] | None = None) -> str:
+def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset()) -> str:
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
-    `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. ValueError for an
-    unknown role or tool.
+    `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
+    plan used without defining them (the lint's "unknown global"), never a variable again: those of
+    `_BAN_PREFIX_MIN`+ characters are no variable's beginning either (else `temperature` becomes
+    `temperature_py`, unknown too), shorter ones only as whole names. ValueError for an unknown role
+    or tool.
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r} (roles: {', '.join(ROLES)})")
@@ -580,5 +584,6 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None) -> str:
     answer = _object(g, _answer_schema(role), "answer")
     _statements(g, answer)
     _expressions(g, specs)
-    _lexical(g, RESERVED_NAMES)
+    _lexical(g, RESERVED_NAMES | {n for n in banned if len(n) < _BAN_PREFIX_MIN},
+             frozenset(n for n in banned if len(n) >= _BAN_PREFIX_MIN))
     return g.text()

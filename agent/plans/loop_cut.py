@@ -107,8 +107,10 @@ def cut_loop(reply: str) -> LoopCut | None:
 def rest_of_run_grammar(plan_grammar: str, missing: int = 0) -> str:
     """The role's plan grammar with its root moved to the rest of `run`'s body: first the `missing`
     arguments of the call the cut left open and its `)`, then statements, the answer's `return`,
-    `end` (and an optional closing fence)."""
-    call = f'(ws "," ws sexpr){{{missing}}} ws ")" ' if missing else ""
+    `end` (and an optional closing fence). The missing arguments are string literals: asked for
+    "the remaining argument (new)", the 0.5B wrote `, new)`, a name, and the edit ran without its
+    new text (run gram16)."""
+    call = f'(ws "," ws (sstr | lstr)){{{missing}}} ws ")" ' if missing else ""
     root = f'root ::= {call}block-run sp "end" ("\\n```")?'
     if not _ROOT.search(plan_grammar):
         raise ValueError("the plan grammar has no root rule")

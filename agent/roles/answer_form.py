@@ -170,8 +170,9 @@ def model_hints(client: ModelClient | None, role: str, task_type: str) -> ModelH
     return hints
 
 
-def grammar_for(role: str) -> str | None:
-    """The GBNF grammar of the role's Lua plan subset, when the generator is installed."""
+def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
+    """The GBNF grammar of the role's Lua plan subset, when the generator is installed; `banned`
+    names are never a variable (see `plan_grammar`)."""
     try:
         module = importlib.import_module("agent.plans.grammar")
     except ImportError:
@@ -182,7 +183,7 @@ def grammar_for(role: str) -> str | None:
     from agent.answers import plan_tools_for
 
     try:
-        grammar = make(role, plan_tools_for(role))
+        grammar = make(role, plan_tools_for(role), banned)
     except Exception:  # a generator bug must not stop the agent: fall back to JSON
         return None
     return grammar if isinstance(grammar, str) and grammar.strip() else None

@@ -261,6 +261,19 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
     assert not grammar("builder").accepts(TEMPLATE.format(line=line))
 
 
+def test_a_banned_name_is_no_variable_again() -> None:
+    # The 0.5B's spec plan (run gram16): `local updated_files = { temperature.py }`, twice.
+    banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"), frozenset({"temperature", "x"})))
+    plain = grammar("spec_maintainer")
+    answer = "  return {status = 'no_changes_needed', summary = note}"
+    def plan(line: str) -> str:
+        return f'function run(context)\n  local note = "ok"\n{line}\n{answer}\nend'
+    for line in ("  local files = { temperature.py }", "  local temperature_py = 1", "  local x = 1"):
+        assert plain.accepts(plan(line)) and not banned.accepts(plan(line)), line
+    for line in ('  local files = { "temperature.py" }', "  local t = context.temperature", "  local xs = 1"):
+        assert banned.accepts(plan(line)), line    # strings, fields, and names that only start with a short one
+
+
 @pytest.mark.parametrize(("role", "reply"), [
     pytest.param("builder", "def run(context):\n    return {\"summary\": \"x\"}\n", id="python-def"),
     pytest.param("builder", fenced("def run():\n    pass"), id="python-def-fenced"),

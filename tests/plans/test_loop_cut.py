@@ -51,6 +51,9 @@ def test_a_loop_in_an_edits_old_text_leaves_the_call_open_for_its_new_text() -> 
     rest = parse_gbnf(rest_of_run_grammar(plan_grammar("builder", plan_tools_for("builder")), len(cut.missing)))
     tail = ", 'class Cart:\\n    pass\\n')\n  return {summary = \"x\"}\nend"
     assert rest.accepts(tail) and not rest.accepts(tail.replace(", 'class Cart:\\n    pass\\n'", ""))
+    # The text, not a name: asked for "the remaining argument (new)", the 0.5B wrote `, new)` (gram16).
+    assert not rest.accepts(tail.replace("'class Cart:\\n    pass\\n'", "new"))
+    assert rest.accepts(tail.replace("'class Cart:\\n    pass\\n'", "[[class Cart:\n    pass\n]]"))
     source = find_lua_plan(f"```lua\n{cut.head}{tail}\n```")
     assert source is not None
     check_plan(source)
