@@ -174,7 +174,9 @@ def test_default_auto_answers_send_the_schema_to_a_server_of_unknown_capabilitie
 
 
 def test_repairs_resend_only_the_start_of_a_rejected_reply(spawn) -> None:  # type: ignore[no-untyped-def]
-    fake = FakeOpenAI(['{"status": "maybe", "notes": "' + "x" * 20_000 + '"}', REVIEW])
+    # 20 kB of notes that never repeat (a run of one character that long is a loop, stopped in the stream)
+    notes = " ".join(str(i) for i in range(4_500))
+    fake = FakeOpenAI(['{"status": "maybe", "notes": "' + notes + '"}', REVIEW])
     with fake.running():
         agent = spawn("reviewer", "--base-url", fake.base_url, "--model", "m", "--max-tokens", "777")
         assert events(agent.run(make_command("review")), "review.completed")[-1]["status"] == "approved"

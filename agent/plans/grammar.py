@@ -261,7 +261,10 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
         opts: str | None = "table"
     elif spec.options:
         key = g.add(f"{base}-opt", f"{_alt([_lit(o) for o in spec.options])} ws \"=\" ws expr")
-        opts = g.add(f"{base}-opts", f'"{{" ws ({key} (ws fsep ws {key})* (ws fsep)? ws)? "}}"')
+        # As many entries as there are options: the 0.5B wrote `replace_all = true, ` over and over
+        # in an edit's options until its stream was stopped (run gram15, fix-palindrome).
+        more = f"(ws fsep ws {key}){{0,{len(spec.options) - 1}}}"
+        opts = g.add(f"{base}-opts", f'"{{" ws ({key} {more} (ws fsep)? ws)? "}}"')
     else:
         opts = None
 
@@ -275,7 +278,8 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
     named_keys = [*spec.params, *spec.options]
     if named_keys:
         key = g.add(f"{base}-named-field", f"{_alt([_lit(k) for k in named_keys])} ws \"=\" ws expr")
-        forms.append(g.add(f"{base}-named", f'"{{" ws {key} (ws fsep ws {key})* (ws fsep)? ws "}}"'))
+        more = f"(ws fsep ws {key}){{0,{len(named_keys) - 1}}}"
+        forms.append(g.add(f"{base}-named", f'"{{" ws {key} {more} (ws fsep)? ws "}}"'))
     if not forms:
         return g.add(base, f'"tools.{spec.name}()"')
     body = _alt(forms)

@@ -442,6 +442,9 @@ def test_only_the_roles_tools_are_callable(role: str) -> None:
     ('tools.list("src")', True),
     ('tools.edit("a", "old", "new", {replace_all = true})', True),
     ('tools.edit("a", "old")', False),
+    # no more entries than options: the 0.5B wrote `replace_all = true, ` until stopped (gram15)
+    ('tools.edit("a", "old", "new", {replace_all = true, replace_all = true})', False),
+    ('tools.edit({path = "a", old = "o", new = "n", replace_all = true, path = "b"})', False),
     ('tools.grep("x", {globs = {"*.py"}, max_results = 5})', True),
     ('tools.call_llm("q", {anything = 1, tag = "t"})', True),  # call_llm forwards any option
     ('tools.run("ls -la", {timeout_ms = 1000})', True),
