@@ -415,8 +415,11 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
                 # Measured: the 0.5B held to the plan grammar looped inside a long string on every
-                # attempt; the JSON answer, held by its schema, is the form it finishes.
-                if loop.switch_to_json("the plan repeated itself until it was cut off"):
+                # attempt; the JSON answer, held by its schema, is the form it finishes. But a plan
+                # that ran looped past its own end (the 0.5B, run gram17: prose after a long string
+                # that swallowed `end`); its error is what to repair, and its JSON answer looped too.
+                ran = isinstance(exc, PlanError) and not isinstance(exc, PlanInvalid)
+                if not ran and loop.switch_to_json("the plan repeated itself until it was cut off"):
                     message += " Answer with the JSON object only."
             elif cut_off:
                 loop.cutoffs += 1

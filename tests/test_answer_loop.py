@@ -301,3 +301,25 @@ def test_a_plan_cut_inside_an_edits_old_text_gets_room_for_the_new_text(tmp_path
     grammar = parse_gbnf(asked.grammar or "")
     assert grammar.accepts(rest) and not grammar.accepts(rest.replace("'class Cart:\\n    def total(self):\\n        return 1\\n'", "new"))
     assert (tmp_path / "cart.py").read_text() == "class Cart:\n    def total(self):\n        return 1\n\n"
+
+
+def test_a_plan_that_ran_and_then_looped_in_prose_is_repaired_as_a_plan(tmp_path: Path) -> None:
+    # The 0.5B (run gram17, feature-cart): its plan ran (an edit whose old text is not in the file),
+    # then its reply looped in prose past the plan's end. Asked for JSON, it looped there too; the
+    # plan's own error is what to repair, in the plan's form, with fewer tokens.
+    (tmp_path / "cart.py").write_text("class Cart:\n    pass\n")
+    ran = ModelReply(text="```lua\nfunction run(context)\n  local r = tools.edit('cart.py', 'def add(name):', 'x')\n"
+                     "  if type(r) == 'table' and r.error then error('edit failed: ' .. r.error) end\n"
+                     "  return {summary = 'edited'}\nend\n```\n\n" + "The plan edits the cart and runs the tests. " * 30)
+    ran.finish_reason = "repetition"  # type: ignore[attr-defined]
+    fixed = ("```lua\nfunction run(context)\n  tools.edit('cart.py', '    pass\\n', '    items = {}\\n')\n"
+             "  return {summary = 'edited'}\nend\n```")
+    model = FakeModel([ran, fixed])
+    ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    answer = obtain_answer(ctx, AnswerSpec("builder", "planning"), "add items")
+    assert answer.via == "lua" and answer.form == "plan"
+    second = model.requests[1]
+    assert second.response_schema is None and second.max_tokens is not None
+    assert "the old text is not in cart.py" in second.messages[-1]["content"]
+    assert "JSON object only" not in second.messages[-1]["content"]
+    assert (tmp_path / "cart.py").read_text() == "class Cart:\n    items = {}\n"
