@@ -386,7 +386,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                              error=exc.message, cut_off=cut_off)
             repeated = _normal(reply.text) in loop.rejected
-            same_error = exc.message in loop.errors
+            same_error = _error_key(exc.message) in loop.errors
             if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
                 early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
                 if early is not None:
@@ -396,7 +396,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
                                  temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
             loop.rejected.append(_normal(reply.text))
-            loop.errors.append(exc.message)
+            loop.errors.append(_error_key(exc.message))
             looped = cut_off and looping(reply.text)
             if looped and _cut_at_loop(ctx, loop, reply.text, attempt):
                 # The rest of this answer, not a new attempt: a model that loops in every plan
@@ -525,6 +525,15 @@ def looping(text: str) -> bool:
 
 def _normal(text: str) -> str:
     return " ".join(text.split())
+
+
+_LINE_NUMBER = re.compile(r"\bline \d+\b")
+
+
+def _error_key(message: str) -> str:
+    """An error as compared with earlier ones: the same failure at another line is the same failure
+    (the 0.5B's edit of an absent `def add(name, …)` at line 12, then 10, then 10: run gram18)."""
+    return _LINE_NUMBER.sub("line N", message)
 
 
 def _clip(text: str) -> str:

@@ -323,3 +323,19 @@ def test_a_plan_that_ran_and_then_looped_in_prose_is_repaired_as_a_plan(tmp_path
     assert "the old text is not in cart.py" in second.messages[-1]["content"]
     assert "JSON object only" not in second.messages[-1]["content"]
     assert (tmp_path / "cart.py").read_text() == "class Cart:\n    items = {}\n"
+
+
+def test_the_same_failure_at_another_line_is_the_same_error(tmp_path: Path) -> None:
+    # The 0.5B (run gram18, feature-cart): an edit of absent text failed at line 12, then at line
+    # 10: the same failure, so the third attempt is asked for as JSON.
+    def plan(pad: int) -> str:
+        return ("```lua\nfunction run(context)\n" + "  local note = 'x'\n" * pad + "  local n = {} + 1\n"
+                "  return {status = 'approved', summary = 'x', findings = {}}\nend\n```")
+
+    model = FakeModel([plan(3), plan(1), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    audit = [json.loads(x) for x in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    errors = [a["error"] for a in audit if a["event"] == "answer_rejected"]
+    assert "(line 5)" in errors[0] and "(line 3)" in errors[1]
+    assert [r.response_schema is not None for r in model.requests] == [False, False, True]

@@ -133,3 +133,15 @@ def test_an_edit_that_defines_a_function_twice_is_sent_back(tmp_path: Path) -> N
                     {"path": "cls.py", "old": "        return 1\n", "new": "        return 1\n\n    @x.setter\n"
                                                                         "    def x(self, v):\n        pass\n"}]}
     assert len(planned_writes(Workspace(tmp_path), ok)) == 2
+
+
+def test_an_old_text_whose_first_line_is_absent_is_told_the_nearest_line() -> None:
+    # The 0.5B (run gram18, feature-cart): `def add(name, …)` for `def add(self, name, …)`, three
+    # plans running, with a body unlike the file's. The message names the line to copy.
+    old = "def add(name, price, quantity=1):\n    self.items.append(name)\n    self.log(name)\n    return None\n"
+    with pytest.raises(ChangeError) as err:
+        _apply(old, "x")
+    assert "the nearest is line 8: '    def add(self, name, price, quantity=1):'" in str(err.value)
+    with pytest.raises(ChangeError) as far:
+        _apply("def checkout(self, card):\n    return self.pay(card)\n", "x")
+    assert "nearest" not in str(far.value)                    # nothing near: no guess

@@ -22,6 +22,7 @@ and why, and so that, after the repair budget, the entries that passed can still
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -85,14 +86,25 @@ def shrink_reason(path: str, old: str, new: str) -> str | None:
     return None
 
 
+_NEAREST_LINE_RATIO = 0.75  # difflib's ratio: `def add(name, …)` to `def add(self, name, …)` is 0.9
+
+
 def _locate(content: str, old: str) -> str:
     """Where the first line of `old` is in `content`, to make a 'not found' message precise."""
     first = next((ln.strip() for ln in old.splitlines() if ln.strip()), "")
     if not first:
         return "old is only whitespace"
-    hits = [n for n, ln in enumerate(content.splitlines(), 1) if first in ln]
+    lines = content.splitlines()
+    hits = [n for n, ln in enumerate(lines, 1) if first in ln]
     if not hits:
-        return f"not even its first line ({first[:80]!r}) is in the file"
+        # The nearest line, to copy from: the 0.5B quoted `def add(name, price, quantity=1):` for
+        # `def add(self, name, …)` in three plans running, told only that it was absent (run gram18).
+        near = difflib.get_close_matches(first, [ln.strip() for ln in lines], n=1, cutoff=_NEAREST_LINE_RATIO)
+        hint = ""
+        if near:
+            at = next(n for n, ln in enumerate(lines, 1) if ln.strip() == near[0])
+            hint = f"; the nearest is line {at}: {lines[at - 1][:120]!r}"
+        return f"not even its first line ({first[:80]!r}) is in the file{hint}"
     return (f"its first line ({first[:80]!r}) is at line {hits[0]}, but the lines after it differ: copy old "
             "exactly, with the same indentation")
 
