@@ -528,12 +528,14 @@ def _normal(text: str) -> str:
 
 
 _LINE_NUMBER = re.compile(r"\bline \d+\b")
+_UNKNOWN_GLOBAL = re.compile(r"unknown global '\w+'")
 
 
 def _error_key(message: str) -> str:
     """An error as compared with earlier ones: the same failure at another line is the same failure
-    (the 0.5B's edit of an absent `def add(name, …)` at line 12, then 10, then 10: run gram18)."""
-    return _LINE_NUMBER.sub("line N", message)
+    (the 0.5B's edit of an absent `def add(name, …)` at line 12, then 10, then 10: run gram18), and
+    so is an unknown global by another name (`require_path_or_…_gz`, then `…_ggz`: run gram18)."""
+    return _UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
 
 
 def _clip(text: str) -> str:

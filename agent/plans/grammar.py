@@ -73,6 +73,9 @@ _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning either
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
+# `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
+# (runs gram9, gram18): no variable starts with `require_` (`required` is a fine name).
+_LOADER_STARTS = frozenset({"require_"})
 
 
 # -- GBNF text helpers ------------------------------------------------------------------------
@@ -219,6 +222,12 @@ def _long_string(g: _Rules, level: int) -> str:
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 
+def _ban_prefix(name: str) -> str:
+    """What a banned name bans (see `plan_grammar`): its first word when that is long enough."""
+    word = name.split("_", 1)[0]
+    return word if len(word) >= _BAN_PREFIX_MIN else name
+
+
 def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[str] = frozenset()) -> None:
     # One bounded line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a
     # comment there too, and the rest would escape into code). A comment follows a whitespace
@@ -233,7 +242,7 @@ def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[st
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
     # No variable starts with a word that closes a block: a model about to write `end` where the
     # grammar wants a statement is steered to one, not into a name like `endlua`.
-    _names(g, "name", name_excluded, _CLOSERS | name_starts)
+    _names(g, "name", name_excluded, _CLOSERS | _LOADER_STARTS | name_starts)
     _names(g, "ident", frozenset(KEYWORDS))
     # A field is never `tools`: `context.tools.read_path(...)` is how the 0.5B reached for a tool
     # that does not exist (run gram11, twice), and the lint refuses it as an unknown tool.
@@ -572,10 +581,11 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
     `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
-    plan used without defining them (the lint's "unknown global"), never a variable again: those of
-    `_BAN_PREFIX_MIN`+ characters are no variable's beginning either (else `temperature` becomes
-    `temperature_py`, unknown too), shorter ones only as whole names. ValueError for an unknown role
-    or tool.
+    plan used without defining them (the lint's "unknown global"), never a variable again: the
+    name's first word (up to a `_`), when it has `_BAN_PREFIX_MIN`+ characters, is no variable's
+    beginning either (else `temperature` becomes `temperature_py`, and
+    `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
+    shorter names are refused only whole. ValueError for an unknown role or tool.
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r} (roles: {', '.join(ROLES)})")
@@ -588,6 +598,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     answer = _object(g, _answer_schema(role), "answer")
     _statements(g, answer)
     _expressions(g, specs)
-    _lexical(g, RESERVED_NAMES | {n for n in banned if len(n) < _BAN_PREFIX_MIN},
-             frozenset(n for n in banned if len(n) >= _BAN_PREFIX_MIN))
+    starts = {_ban_prefix(n) for n in banned}
+    _lexical(g, RESERVED_NAMES | {n for n in starts if len(n) < _BAN_PREFIX_MIN},
+             frozenset(n for n in starts if len(n) >= _BAN_PREFIX_MIN))
     return g.text()

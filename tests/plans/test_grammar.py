@@ -263,15 +263,20 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
 
 def test_a_banned_name_is_no_variable_again() -> None:
     # The 0.5B's spec plan (run gram16): `local updated_files = { temperature.py }`, twice.
-    banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"), frozenset({"temperature", "x"})))
+    banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"),
+                                     frozenset({"temperature", "x", "stats_path_or_gz"})))
     plain = grammar("spec_maintainer")
     answer = "  return {status = 'no_changes_needed', summary = note}"
     def plan(line: str) -> str:
         return f'function run(context)\n  local note = "ok"\n{line}\n{answer}\nend'
-    for line in ("  local files = { temperature.py }", "  local temperature_py = 1", "  local x = 1"):
+    for line in ("  local files = { temperature.py }", "  local temperature_py = 1", "  local x = 1",
+                 "  local t = temperatures"):
         assert plain.accepts(plan(line)) and not banned.accepts(plan(line)), line
-    for line in ('  local files = { "temperature.py" }', "  local t = context.temperature", "  local xs = 1"):
+    for line in ('  local files = { "temperature.py" }', "  local t = context.temperature", "  local xs = 1",
+                 "  local stat = 1"):
         assert banned.accepts(plan(line)), line    # strings, fields, and names that only start with a short one
+    # a long name bans its first word as a beginning: the 0.5B varied the tail (`…_gz`, `…_ggz`, gram18)
+    assert plain.accepts(plan("  local s = stats_path_or_ggz")) and not banned.accepts(plan("  local s = stats_x"))
 
 
 @pytest.mark.parametrize(("role", "reply"), [
@@ -458,13 +463,15 @@ def test_tool_arguments_follow_the_registry(call: str, accepted: bool) -> None:
 
 def test_reserved_names_are_never_variables() -> None:
     g = grammar("builder")
-    closers = ("end", "else", "then", "until")
+    closers = ("end", "else", "then", "until", "require_")
     for word in sorted(RESERVED_NAMES):
         assert not g.accepts(word, "name"), word
-        assert g.accepts(word + "_1", "name") is not word.startswith(closers), word
+        assert g.accepts(word + "_1", "name") is not (word + "_").startswith(closers), word
         assert g.accepts("q" + word, "name"), word
     for word in ("endlua", "end_", "elseif2", "then_", "until_done"):   # a block closer never starts a name
         assert not g.accepts(word, "name"), word
+    # nor does `require_`: the 0.5B's `require_path_or_file_or_glob_path_or_gz` (runs gram9, gram18)
+    assert not g.accepts("require_path_or_file", "name") and g.accepts("required", "name")
     for word in ("en", "the", "els", "unti", "ending_"[1:], "legend", "xend"):
         assert g.accepts(word, "name"), word
     for word in ("context", "files", "content", "path", "result", "ok", "i", "_", "Files", "src2"):
