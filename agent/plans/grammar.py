@@ -59,6 +59,7 @@ _PYTHON_NAMES = frozenset({"None", "True", "False", "null", "len", "str", "int",
 RESERVED_NAMES: frozenset[str] = frozenset(KEYWORDS | FORBIDDEN | (ALLOWED_GLOBALS - {"context"}) | set(TOOL_NAMES)
                                            | _PYTHON_NAMES)
 
+_WS_SAME_LINE = 8     # spaces or tabs before an assignment's `=`
 _WS_MAX = 48          # whitespace items between two tokens: room for indentation, no endless blank lines
 _PROSE_LINES = 3      # prose lines allowed before the ```lua fence
 _PROSE_CHARS = 240
@@ -76,6 +77,9 @@ _CLOSERS = frozenset({"end", "else", "then", "until"})
 # `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
 # (runs gram9, gram18): no variable starts with `require_` (`required` is a fine name).
 _LOADER_STARTS = frozenset({"require_"})
+# A keyword glued to the next word is no name: the 0.5B wrote `returnexpected_outputs` (a statement
+# and a value, dozens of times) and `functionprompt` in a spec plan (run gram17).
+_GLUED_STARTS = frozenset({"return", "function"})
 
 
 # -- GBNF text helpers ------------------------------------------------------------------------
@@ -242,7 +246,7 @@ def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[st
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
     # No variable starts with a word that closes a block: a model about to write `end` where the
     # grammar wants a statement is steered to one, not into a name like `endlua`.
-    _names(g, "name", name_excluded, _CLOSERS | _LOADER_STARTS | name_starts)
+    _names(g, "name", name_excluded, _CLOSERS | _GLUED_STARTS | _LOADER_STARTS | name_starts)
     _names(g, "ident", frozenset(KEYWORDS))
     # A field is never `tools`: `context.tools.read_path(...)` is how the 0.5B reached for a tool
     # that does not exist (run gram11, twice), and the lint refuses it as an unknown tool.
@@ -358,7 +362,11 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
 def _statements(g: _Rules, answer: str) -> None:
     """Blocks for `run` (every return is the answer), in and out of loops."""
     g.add("namelist", 'name (ws "," ws name)*')
-    g.add("local", '"local" sp namelist (ws "=" ws explist)?')
+    # An assignment's `=` is on its target's line: the 0.5B's spec plan (run gram17) went on for a
+    # hundred lines as `x  -- comment` then `= returnexpected_outputs` on the next, a valid Lua
+    # assignment after a comment, over and over.
+    g.add("eq", f'[ \\t]{{0,{_WS_SAME_LINE}}} "="')
+    g.add("local", '"local" sp namelist (eq ws explist)?')
     # A call statement ends in a call, an assignment target in a field, index or bare name; as in
     # expressions, no call right after a field or index. Both start with a name: one rule.
     g.add("cs-n", "meth cs-c | acc cs-a")                   # after the name (never called)
@@ -367,7 +375,7 @@ def _statements(g: _Rules, answer: str) -> None:
     g.add("as-n", '"" | meth as-c | acc as-a')
     g.add("as-c", "(args | meth) as-c | acc as-a")
     g.add("as-a", '"" | meth as-c | acc as-a')
-    g.add("namestat", 'name (cs-n | as-n ws "=" ws expr)')
+    g.add("namestat", 'name (cs-n | as-n eq ws expr)')
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
     g.add("ret-r", f'"return" sp {answer}')
     # Blocks are numbered by depth: below _DEPTH only simple statements (the 0.5B nested a dozen

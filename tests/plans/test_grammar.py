@@ -261,6 +261,18 @@ def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
     assert not grammar("builder").accepts(TEMPLATE.format(line=line))
 
 
+def test_an_assignments_equals_sign_is_on_its_targets_line() -> None:
+    # The 0.5B's spec plan (run gram17): `x  -- comment`, then `= returnexpected_outputs` on the next
+    # line, valid Lua, a hundred lines of it.
+    g = grammar("spec_maintainer")
+    answer = "  return {status = 'no_changes_needed', summary = note}"
+    def plan(lines: str) -> str:
+        return f'function run(context)\n  local note = "ok"\n{lines}\n{answer}\nend'
+    assert g.accepts(plan("  note = note .. '!'")) and g.accepts(plan("  local n  = 1 +\n    2"))
+    assert not g.accepts(plan("  note  -- the note\n  = note .. '!'"))
+    assert not g.accepts(plan("  local n\n  = 1"))
+
+
 def test_a_banned_name_is_no_variable_again() -> None:
     # The 0.5B's spec plan (run gram16): `local updated_files = { temperature.py }`, twice.
     banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"),
@@ -463,14 +475,17 @@ def test_tool_arguments_follow_the_registry(call: str, accepted: bool) -> None:
 
 def test_reserved_names_are_never_variables() -> None:
     g = grammar("builder")
-    closers = ("end", "else", "then", "until", "require_")
+    closers = ("end", "else", "then", "until", "require_", "return", "function")
     for word in sorted(RESERVED_NAMES):
         assert not g.accepts(word, "name"), word
         assert g.accepts(word + "_1", "name") is not (word + "_").startswith(closers), word
         assert g.accepts("q" + word, "name"), word
     for word in ("endlua", "end_", "elseif2", "then_", "until_done"):   # a block closer never starts a name
         assert not g.accepts(word, "name"), word
-    # nor does `require_`: the 0.5B's `require_path_or_file_or_glob_path_or_gz` (runs gram9, gram18)
+    # nor a keyword glued to a word (`returnexpected_outputs`, `functionprompt`: the 0.5B, run gram17)
+    assert not g.accepts("returnexpected_outputs", "name") and not g.accepts("functionprompt", "name")
+    assert g.accepts("result", "name") and g.accepts("func", "name")
+    # nor `require_`: the 0.5B's `require_path_or_file_or_glob_path_or_gz` (runs gram9, gram18)
     assert not g.accepts("require_path_or_file", "name") and g.accepts("required", "name")
     for word in ("en", "the", "els", "unti", "ending_"[1:], "legend", "xend"):
         assert g.accepts(word, "name"), word
