@@ -226,9 +226,14 @@ def _long_string(g: _Rules, level: int) -> str:
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 
+_FIRST_WORD = re.compile(r"_*[A-Za-z][a-z0-9]*")
+
+
 def _ban_prefix(name: str) -> str:
-    """What a banned name bans (see `plan_grammar`): its first word when that is long enough."""
-    word = name.split("_", 1)[0]
+    """What a banned name bans (see `plan_grammar`): its first word (up to a `_` or a capital) when
+    that is long enough (the 0.5B's `functionPrompt`, then `function_prompt`: run gram19)."""
+    m = _FIRST_WORD.match(name)
+    word = m.group(0) if m else name
     return word if len(word) >= _BAN_PREFIX_MIN else name
 
 
@@ -590,7 +595,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
 
     `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
     plan used without defining them (the lint's "unknown global"), never a variable again: the
-    name's first word (up to a `_`), when it has `_BAN_PREFIX_MIN`+ characters, is no variable's
+    name's first word (up to a `_` or a capital), when it has `_BAN_PREFIX_MIN`+ characters, is no variable's
     beginning either (else `temperature` becomes `temperature_py`, and
     `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
     shorter names are refused only whole. ValueError for an unknown role or tool.

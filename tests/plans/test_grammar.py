@@ -276,7 +276,7 @@ def test_an_assignments_equals_sign_is_on_its_targets_line() -> None:
 def test_a_banned_name_is_no_variable_again() -> None:
     # The 0.5B's spec plan (run gram16): `local updated_files = { temperature.py }`, twice.
     banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"),
-                                     frozenset({"temperature", "x", "stats_path_or_gz"})))
+                                     frozenset({"temperature", "x", "stats_path_or_gz", "inputGoal"})))
     plain = grammar("spec_maintainer")
     answer = "  return {status = 'no_changes_needed', summary = note}"
     def plan(line: str) -> str:
@@ -289,6 +289,7 @@ def test_a_banned_name_is_no_variable_again() -> None:
         assert banned.accepts(plan(line)), line    # strings, fields, and names that only start with a short one
     # a long name bans its first word as a beginning: the 0.5B varied the tail (`…_gz`, `…_ggz`, gram18)
     assert plain.accepts(plan("  local s = stats_path_or_ggz")) and not banned.accepts(plan("  local s = stats_x"))
+    assert not banned.accepts(plan("  local s = input_goal")) and banned.accepts(plan("  local s = inp"))
 
 
 @pytest.mark.parametrize(("role", "reply"), [
