@@ -451,9 +451,11 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                     break
                 message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
                             "matching the schema and the worked example.")
-            elif same_error and isinstance(exc, PlanError) and loop.switch_to_json("the plan failed the same way twice"):
+            elif same_error and loop.switch_to_json("the plan failed the same way twice"):
                 # Measured (0.5B, run gram14): a spec plan doing arithmetic on a table, the same error
                 # three times at any temperature; the failed update_spec ended lorch's run (exit 3).
+                # Likewise an answer a plan returned (run gram21: `section_edits` of three `false`,
+                # from `{"status" == "updated", ...}`, three times; exit 3 again).
                 message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
                             "only, matching the schema and the worked example.")
             # Only the start of the rejected reply goes back: the error is what helps, and a

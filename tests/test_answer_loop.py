@@ -195,8 +195,11 @@ def test_every_plan_that_loops_is_cut_and_finished_without_spending_an_attempt(t
     rests = [f'\n  return {{summary = "wrote t.py ({i})"}}\nend\n```' for i in range(3)]
     model = FakeModelWithCaps([looped, rests[0], looped, rests[1], looped, rests[2]], caps=Caps(grammar=True))
     ctx = make_context(tmp_path, "implement", model, settings=RoleSettings(answers="grammar", max_tokens=None))
+    calls = iter(range(1, 10))
+
     def no_change(data: dict) -> None:  # type: ignore[type-arg]
-        raise InvalidAnswer("implement needs at least one change")
+        # a different error each time: the same one twice goes to JSON (tested on its own)
+        raise InvalidAnswer(f"implement needs at least one change (check {next(calls)})")
 
     spec = AnswerSpec("builder", "planning", check=no_change)
     with pytest.raises(InvalidModelResponse) as err:
@@ -352,3 +355,17 @@ def test_unknown_globals_by_other_names_are_the_same_error(tmp_path: Path) -> No
     ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
     assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
     assert [r.response_schema is not None for r in model.requests] == [False, False, True]
+
+
+def test_a_plans_answer_refused_the_same_way_twice_is_asked_for_as_json(tmp_path: Path) -> None:
+    # The 0.5B's spec plan (run gram21): `{"status" == "updated", ...}` returned as `section_edits`
+    # (three `false`), the same schema error three times; the failed update_spec ended lorch's run.
+    def plan(summary: str) -> str:
+        return (f"```lua\nfunction run(context)\n  local expected = {{'status' == 'approved'}}\n"
+                f"  return {{status = 'approved', summary = '{summary}', findings = expected}}\nend\n```")
+
+    model = FakeModel([plan("a"), plan("b"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    assert [r.response_schema is not None for r in model.requests] == [False, False, True]
+    assert "failed with this same error twice" in model.requests[2].messages[-1]["content"]
