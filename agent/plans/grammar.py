@@ -75,8 +75,9 @@ _BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning eithe
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
 # `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
-# (runs gram9, gram18): no variable starts with `require_` (`required` is a fine name).
-_LOADER_STARTS = frozenset({"require_"})
+# (runs gram9, gram18), `requirepath` and `requirepackage` (gram20): no variable starts with
+# `require` unless it goes on as `required…`, `requirement…` or `requires…`.
+_LOADER_STARTS = frozenset("require" + c for c in "abcefghijklnopqrtuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789")
 # A keyword glued to the next word is no name: the 0.5B wrote `returnexpected_outputs` (a statement
 # and a value, dozens of times) and `functionprompt` in a spec plan (run gram17).
 _GLUED_STARTS = frozenset({"return", "function"})

@@ -487,7 +487,8 @@ def test_reserved_names_are_never_variables() -> None:
     assert not g.accepts("returnexpected_outputs", "name") and not g.accepts("functionprompt", "name")
     assert g.accepts("result", "name") and g.accepts("func", "name")
     # nor `require_`: the 0.5B's `require_path_or_file_or_glob_path_or_gz` (runs gram9, gram18)
-    assert not g.accepts("require_path_or_file", "name") and g.accepts("required", "name")
+    assert not g.accepts("require_path_or_file", "name") and not g.accepts("requirepackage", "name")
+    assert g.accepts("required", "name") and g.accepts("requirements", "name") and g.accepts("requires", "name")
     for word in ("en", "the", "els", "unti", "ending_"[1:], "legend", "xend"):
         assert g.accepts(word, "name"), word
     for word in ("context", "files", "content", "path", "result", "ok", "i", "_", "Files", "src2"):
