@@ -72,6 +72,7 @@ _HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the who
 _DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning either
+_BAN_PREFIX_MAX = 7   # ... of at most this many characters
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
 # `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
@@ -231,10 +232,12 @@ _FIRST_WORD = re.compile(r"_*[A-Za-z][a-z0-9]*")
 
 
 def _ban_prefix(name: str) -> str:
-    """What a banned name bans (see `plan_grammar`): its first word (up to a `_` or a capital) when
-    that is long enough (the 0.5B's `functionPrompt`, then `function_prompt`: run gram19)."""
+    """What a banned name bans (see `plan_grammar`): its first word (up to a `_` or a capital, and
+    at most `_BAN_PREFIX_MAX` characters) when that is long enough. Measured (the 0.5B):
+    `functionPrompt`, then `function_prompt` (run gram19); `requiredirpath`, then `requiredirfile`
+    (run gram22): words a model glues together have no boundary to find."""
     m = _FIRST_WORD.match(name)
-    word = m.group(0) if m else name
+    word = (m.group(0) if m else name)[:_BAN_PREFIX_MAX]
     return word if len(word) >= _BAN_PREFIX_MIN else name
 
 
@@ -596,8 +599,8 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
 
     `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
     plan used without defining them (the lint's "unknown global"), never a variable again: the
-    name's first word (up to a `_` or a capital), when it has `_BAN_PREFIX_MIN`+ characters, is no variable's
-    beginning either (else `temperature` becomes `temperature_py`, and
+    name's first word (see `_ban_prefix`), when it has `_BAN_PREFIX_MIN`+ characters, is no
+    variable's beginning either (else `temperature` becomes `temperature_py`, and
     `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
     shorter names are refused only whole. ValueError for an unknown role or tool.
     """

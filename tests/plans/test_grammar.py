@@ -290,6 +290,9 @@ def test_a_banned_name_is_no_variable_again() -> None:
     # a long name bans its first word as a beginning: the 0.5B varied the tail (`…_gz`, `…_ggz`, gram18)
     assert plain.accepts(plan("  local s = stats_path_or_ggz")) and not banned.accepts(plan("  local s = stats_x"))
     assert not banned.accepts(plan("  local s = input_goal")) and banned.accepts(plan("  local s = inp"))
+    # glued words have no boundary: seven characters at most (`requiredirpath`, `requiredirfile`: gram22)
+    glued = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"), frozenset({"requiredirpath"})))
+    assert not glued.accepts(plan("  local s = requiredirfile")) and glued.accepts(plan("  local s = requir"))
 
 
 @pytest.mark.parametrize(("role", "reply"), [
