@@ -338,6 +338,18 @@ def test_plan_file_case_slip_is_accepted_without_a_repair(spawn, workspace: Path
     assert events(got, "orchestration.proposed_tasks")[-1]["payload"]["plan_candidates"][0]["path"] == "PLAN.md"
 
 
+def test_one_edit_without_its_list_is_taken_as_a_list_of_one(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The 0.5B's spec plan (run gram24): `section_edits` as one object, three times, then exit 3.
+    (workspace / "SPEC.md").write_text(SPEC)
+    one = json.dumps({"status": "updated", "summary": "status recorded",
+                      "section_edits": {"section": "Status", "content": "add and sub exist."}})
+    agent = spawn("spec_maintainer", replies=[one])  # one reply: no repair round is needed
+    done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
+    assert done["payload"]["edited_sections"] == ["Status"]
+    assert "## Status\n\nadd and sub exist.\n" in (workspace / "SPEC.md").read_text()
+    assert b"taken as a list of one" in (tmp_path / "stderr-0.txt").read_bytes()
+
+
 def test_updated_without_edits_becomes_no_changes_needed(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "SPEC.md").write_text(SPEC)
     empty = json.dumps({"status": "updated", "summary": "updated"})
