@@ -37,6 +37,7 @@ from agent.errors import (
 )
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.repetition import repeating_tail
+from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
 from agent.protocol import schema_errors
 from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, grammar_for, json_form
@@ -406,8 +407,9 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if attempt > ctx.settings.max_repairs:
                 break
             message = _repair_message(exc, reply.text, cut_off)
-            unknown = exc.details.get("name") if isinstance(exc, PlanInvalid) else None
-            if isinstance(unknown, str) and exc.message.startswith("unknown global") and loop.ban_name(unknown, attempt):
+            m = UNKNOWN_GLOBAL.match(exc.message) if isinstance(exc, PlanInvalid) else None
+            unknown = m.group(1) if m else None
+            if unknown and loop.ban_name(unknown, attempt):
                 message += (f"\nThe name `{unknown}` is not defined in your plan and can no longer be used: "
                             "write a file name as a string (\"name.py\"), or a local you assign first.")
             if looped:
@@ -530,14 +532,13 @@ def _normal(text: str) -> str:
 
 
 _LINE_NUMBER = re.compile(r"\bline \d+\b")
-_UNKNOWN_GLOBAL = re.compile(r"unknown global '\w+'")
 
 
 def _error_key(message: str) -> str:
     """An error as compared with earlier ones: the same failure at another line is the same failure
     (the 0.5B's edit of an absent `def add(name, …)` at line 12, then 10, then 10: run gram18), and
     so is an unknown global by another name (`require_path_or_…_gz`, then `…_ggz`: run gram18)."""
-    return _UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
+    return UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
 
 
 def _clip(text: str) -> str:

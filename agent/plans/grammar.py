@@ -75,10 +75,6 @@ _BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning eithe
 _BAN_PREFIX_MAX = 7   # ... of at most this many characters
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
-# `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
-# (runs gram9, gram18), `requirepath` and `requirepackage` (gram20): no variable starts with
-# `require` unless it goes on as `required…`, `requirement…` or `requires…`.
-_LOADER_STARTS = frozenset("require" + c for c in "abcefghijklnopqrtuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789")
 # A keyword glued to the next word is no name: the 0.5B wrote `returnexpected_outputs` (a statement
 # and a value, dozens of times) and `functionprompt` in a spec plan (run gram17).
 _GLUED_STARTS = frozenset({"return", "function"})
@@ -130,6 +126,10 @@ def _alt(options: Sequence[str]) -> str:
 
 _ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ID_CHAR = _ID_START | frozenset("0123456789")
+# `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
+# (runs gram9, gram18), `requirepath` and `requirepackage` (gram20): no variable starts with
+# `require` unless it goes on as `required…`, `requirement…` or `requires…`.
+_LOADER_STARTS = frozenset("require" + c for c in _ID_CHAR - set("dms"))
 
 
 class _Rules:

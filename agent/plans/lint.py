@@ -17,7 +17,11 @@ from agent.errors import PlanInvalid, SandboxViolation
 from agent.plans.limits import MAX_SOURCE_BYTES
 from agent.plans.tools import TOOL_NAMES
 
-__all__ = ["Token", "tokenize", "lint_plan", "syntax_check", "check_plan", "lua_hints", "ALLOWED_GLOBALS", "FORBIDDEN"]
+__all__ = ["Token", "tokenize", "lint_plan", "syntax_check", "check_plan", "lua_hints", "ALLOWED_GLOBALS", "FORBIDDEN",
+           "UNKNOWN_GLOBAL"]
+
+# How the lint names a global the plan never defined (group 1: the name); the answer loop reads it too.
+UNKNOWN_GLOBAL = re.compile(r"unknown global '(\w+)'")
 
 KEYWORDS = frozenset("""and break do else elseif end false for function goto if in local nil not or
 repeat return then true until while""".split())
@@ -408,7 +412,7 @@ def lua_hints(source: str | None, message: str) -> list[str]:
         hints.append(_HINT_PATTERN)
     if re.search(r"attempt to (index|concatenate|call|compare|perform arithmetic on) a (nil|table) value", low):
         hints.append(_HINT_ERROR_RESULT)
-    m = re.search(r"unknown global '(\w+)'", message)
+    m = UNKNOWN_GLOBAL.search(message)
     if m and m.group(1) in _PY_WORDS:
         hints.append(f"`{m.group(1)}` is Python: {_PY_WORDS[m.group(1)]}")
     return list(dict.fromkeys(hints))

@@ -99,11 +99,12 @@ def _locate(content: str, old: str) -> str:
     if not hits:
         # The nearest line, to copy from: the 0.5B quoted `def add(name, price, quantity=1):` for
         # `def add(self, name, …)` in three plans running, told only that it was absent (run gram18).
-        near = difflib.get_close_matches(first, [ln.strip() for ln in lines], n=1, cutoff=_NEAREST_LINE_RATIO)
+        stripped = [ln.strip() for ln in lines]
+        near = difflib.get_close_matches(first, stripped, n=1, cutoff=_NEAREST_LINE_RATIO)
         hint = ""
         if near:
-            at = next(n for n, ln in enumerate(lines, 1) if ln.strip() == near[0])
-            hint = f"; the nearest is line {at}: {lines[at - 1][:120]!r}"
+            at = stripped.index(near[0])
+            hint = f"; the nearest is line {at + 1}: {lines[at][:120]!r}"
         return f"not even its first line ({first[:80]!r}) is in the file{hint}"
     return (f"its first line ({first[:80]!r}) is at line {hits[0]}, but the lines after it differ: copy old "
             "exactly, with the same indentation")
