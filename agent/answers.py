@@ -40,7 +40,14 @@ from agent.models.repetition import repeating_tail
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
 from agent.protocol import schema_errors
-from agent.roles.answer_form import AnswerForm, capabilities_of, choose_form, grammar_for, json_form
+from agent.roles.answer_form import (
+    AnswerForm,
+    capabilities_of,
+    choose_form,
+    grammar_for,
+    json_form,
+    with_json_grammar,
+)
 from agent.roles.context import CommandContext
 
 __all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
@@ -120,6 +127,9 @@ class AnswerSpec:
     # More for a plan's `context` table (plain data): what the agent found out before asking, so a
     # plan can use it, e.g. the reviewer's `examples` (the goal's examples as the agent ran them).
     plan_context: dict[str, Any] | None = None
+    # (path, text) of the files the prompt quoted whole: a grammar-held plan's edits copy their
+    # `old` text from these exactly (agent/plans/edit_anchors.py).
+    anchors: tuple[tuple[str, str], ...] = ()
 
     @property
     def schema_name(self) -> str:
@@ -181,12 +191,14 @@ def _schema(spec: AnswerSpec) -> dict[str, Any]:
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
                   max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None,
                   temperature: float | None = None) -> ModelRequest:
-    """The model request for one attempt: the form decides response_format or grammar."""
+    """The model request for one attempt: the form decides response_format or grammar (a narrowed
+    `schema` goes as response_format alone)."""
     extra: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+    grammar = form.grammar if form.lua else (form.json_grammar if schema is None else None)
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
                         response_schema=(schema or _schema(spec)) if form.schema else None,
-                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=form.grammar, **extra)
+                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=grammar, **extra)
 
 
 def _role_rules(ctx: CommandContext, spec: AnswerSpec, data: dict[str, Any]) -> None:
@@ -218,9 +230,11 @@ class _Loop:
 
         self.ctx = ctx
         self.spec = spec
-        self.form = choose_form(ctx.settings.answers, ctx.model, spec.role, spec.task_type)
+        self.form = with_json_grammar(choose_form(ctx.settings.answers, ctx.model, spec.role, spec.task_type,
+                                                  spec.anchors), ctx.model, spec.role, spec.anchors)
         ctx.audit.record("answer_form", task_id=ctx.cmd.task_id, role=spec.role, form=self.form.name,
-                         schema=self.form.schema, grammar=self.form.grammar is not None, reason=self.form.reason)
+                         schema=self.form.schema, grammar=self.form.grammar is not None,
+                         json_grammar=self.form.json_grammar is not None, reason=self.form.reason)
         self.messages = messages_for(ctx, user, self.form.name)
         self.example = example_answer(self.messages)  # still checked for copies after a start over drops it
         self.task = user  # the task's own text: repair notes quoting a copied line are not part of it
@@ -272,7 +286,7 @@ class _Loop:
         the second byte for byte the first, though the repair named the unknown global."""
         if self.form.name != "grammar" or name in self.banned:
             return False
-        grammar = grammar_for(self.spec.role, self.banned | {name})
+        grammar = grammar_for(self.spec.role, self.banned | {name}, self.spec.anchors)
         if grammar is None:
             return False
         self.banned |= {name}
@@ -285,9 +299,11 @@ class _Loop:
         if not self.form.lua:
             return False
         caps = capabilities_of(self.ctx.model)
-        self.form = json_form(why, schema=getattr(caps, "json_schema", None) is not False)
+        self.form = with_json_grammar(json_form(why, schema=getattr(caps, "json_schema", None) is not False),
+                                      self.ctx.model, self.spec.role, self.spec.anchors)
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
-                              schema=self.form.schema, grammar=False, reason=why)
+                              schema=self.form.schema, grammar=False, json_grammar=self.form.json_grammar is not None,
+                              reason=why)
         return True
 
     def narrow(self, why: str, rejected: str) -> str | None:

@@ -61,6 +61,7 @@ class PromptBuilder:
     budget: PromptBudget = field(default_factory=PromptBudget)
     used: int = 0
     cuts: list[dict[str, Any]] = field(default_factory=list)
+    whole: dict[str, str] = field(default_factory=dict)  # path -> text, for the files quoted in full
 
     def file(self, path: str, text: str) -> str:
         """A fenced file section, summarised when over the per-file or remaining total budget."""
@@ -75,6 +76,8 @@ class PromptBuilder:
             body = summarize(text, limit)
             why = "per-file budget" if limit == self.budget.per_file_bytes else "total prompt budget"
             self.cuts.append({"path": path, "bytes": size, "kept": len(body.encode("utf-8")), "why": why})
+        else:
+            self.whole[path] = text
         self.used += len(body.encode("utf-8"))
         return f"### {path}\n```\n{body}\n```\n"
 

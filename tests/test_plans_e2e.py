@@ -251,3 +251,29 @@ def test_a_plan_that_loops_is_stopped_cut_after_its_first_copy_and_finished_by_t
     stopped = [a for a in audit if a["event"] == "model_repetition_stopped"]
     cut = [a for a in audit if a["event"] == "plan_loop_cut"]
     assert stopped and stopped[0]["copies"] >= 6 and cut and cut[0]["closer"] == "]])"
+
+
+def test_a_grammar_held_builder_edit_copies_the_file_it_was_shown(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen2.5-Coder-0.5B on feature-cart (runs gram17–gram26): edits whose old text dropped `self`
+    # failed at run time in seven runs of ten. The grammar sent holds `old` to the quoted file.
+    from fake_openai import FakeOpenAI
+    from gbnf_matcher import parse_gbnf
+
+    (workspace / "cart.py").write_text("class Cart:\n    def add(self, name):\n        self.items.append(name)\n")
+    plan = lua('''function run(context)
+  local r = tools.edit("cart.py", '        self.items.append(name)\\n',
+    '        self.items.append(name)\\n\\n    def remove(self, name):\\n        self.items.remove(name)\\n')
+  if type(r) == "table" and r.error then error("edit failed: " .. r.error) end
+  return {summary = "Added remove(name)"}
+end''')
+    fake = FakeOpenAI([plan])
+    fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
+    with fake.running():
+        agent = spawn("builder", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
+        got = agent.run(make_command("implement", inputs={"goal": "Add remove(name) to the Cart class in cart.py."}))
+    done = events(got, "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
+    assert "def remove(self, name):" in (workspace / "cart.py").read_text()
+    grammar = parse_gbnf(fake.requests[0]["body"]["grammar"])
+    assert grammar.accepts(plan)
+    assert not grammar.accepts(plan.replace("'        self.items.append(name)\\n',", "'    self.items.append(name)\\n',"))

@@ -44,8 +44,8 @@ class ModelRequest:
     `deadline` is an absolute `time.time()` instant that no attempt or retry may pass.
     `max_tokens=None` means the role's default (`agent.models.limits.default_max_tokens`).
     `response_schema` is sent as `response_format: {type: json_schema}`; `grammar` (GBNF text) as
-    llama.cpp's top-level `grammar`. Give one or the other: with both, only the grammar is sent
-    (llama.cpp cannot apply both). Neither is a promise: the server may not support it
+    llama.cpp's top-level `grammar`. With both, the grammar is sent (llama.cpp cannot apply both) and
+    the schema only if the server refuses the grammar. Neither is a promise: the server may not support it
     (see `Capabilities`), so the answer is validated anyway.
     """
 

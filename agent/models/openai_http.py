@@ -136,7 +136,10 @@ class OpenAIChatModel:
             result = self._exchange(request, features)
             if result.reply is not None:
                 return result.reply
+            had_grammar = features.grammar
             if result.status in (400, 422) and self._drop_refused_feature(features, result.text):
+                if had_grammar and not features.grammar:  # a JSON answer's grammar refused: its schema instead
+                    features.schema = bool(request.response_schema) and self.supports_json_schema
                 continue
             raise self._status_error(result.status, result.headers, result.text)
 

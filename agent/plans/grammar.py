@@ -30,9 +30,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from agent.plans.edit_anchors import anchored_text
+from agent.plans.gbnf import Rules
+from agent.plans.gbnf import alt as _alt
+from agent.plans.gbnf import char_class as _cls
+from agent.plans.gbnf import lit as _lit
 from agent.plans.lint import ALLOWED_GLOBALS, FORBIDDEN, KEYWORDS
 from agent.plans.tools import TOOL_NAMES, TOOL_SPECS, ToolSpec
 from agent.protocol import ROLES
@@ -80,50 +85,6 @@ _CLOSERS = frozenset({"end", "else", "then", "until"})
 _GLUED_STARTS = frozenset({"return", "function"})
 
 
-# -- GBNF text helpers ------------------------------------------------------------------------
-def _lit(text: str) -> str:
-    """A GBNF string literal."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _cls_char(ch: str) -> str:
-    if ch.isascii() and ch.isalnum():
-        return ch
-    return f"\\x{ord(ch):02X}" if ord(ch) <= 0xFF else f"\\u{ord(ch):04X}"
-
-
-def _cls(chars: Iterable[str], negate: bool = False) -> str:
-    """A GBNF character class; every non-alphanumeric character as \\xHH (llama.cpp knows few escapes)."""
-    codes = sorted({ord(c) for c in chars})
-    parts: list[str] = []
-    i = 0
-    while i < len(codes):
-        j = i
-        while j + 1 < len(codes) and codes[j + 1] == codes[j] + 1:
-            j += 1
-        lo, hi = chr(codes[i]), chr(codes[j])
-        if j - i >= 2:
-            parts.append(f"{_cls_char(lo)}-{_cls_char(hi)}")
-        else:
-            parts.extend(_cls_char(chr(c)) for c in codes[i:j + 1])
-        i = j + 1
-    return "[" + ("^" if negate else "") + "".join(parts) + "]"
-
-
-def _alt(options: Sequence[str]) -> str:
-    return options[0] if len(options) == 1 else "(" + " | ".join(options) + ")"
-
-
 _ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ID_CHAR = _ID_START | frozenset("0123456789")
 # `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
@@ -132,29 +93,24 @@ _ID_CHAR = _ID_START | frozenset("0123456789")
 _LOADER_STARTS = frozenset("require" + c for c in _ID_CHAR - set("dms"))
 
 
-class _Rules:
-    """Named GBNF rules in insertion order."""
+class _Rules(Rules):
+    """The grammar's rules, with what its builders share."""
 
-    def __init__(self) -> None:
-        self._rules: dict[str, str] = {}
+    def __init__(self, anchors: dict[str, str] | None = None) -> None:
+        super().__init__()
         self.memo: dict[str, str] = {}      # answer sub-schema (as JSON) -> its rule, shared by variants
+        self.anchors = anchors or {}        # path -> the text a plan's edit copies from (see edit_anchors)
+        self._olds: list[tuple[str, str]] | None = None
 
-    def add(self, name: str, body: str) -> str:
-        if self._rules.get(name, body) != body:
-            raise ValueError(f"grammar rule {name} defined twice")
-        self._rules[name] = body
-        return name
-
-    def fresh(self, base: str) -> str:
-        """An unused rule name starting with `base` (letters, digits and dashes only)."""
-        base = re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-").lower() or "r"
-        name, n = base, 2
-        while name in self._rules:
-            name, n = f"{base}-{n}", n + 1
-        return name
-
-    def text(self) -> str:
-        return "\n".join(f"{name} ::= {body}" for name, body in self._rules.items()) + "\n"
+    def olds(self) -> list[tuple[str, str]]:
+        """(the path as a Lua string literal, the rule of its `old` text) for each anchored file."""
+        if self._olds is None:
+            self._olds = []
+            for path, text in self.anchors.items():
+                old = anchored_text(self, self.fresh(f"old-{path}"), text)
+                if old is not None:
+                    self._olds.append((_literal(path), old))
+        return self._olds
 
 
 # -- lexical rules ----------------------------------------------------------------------------
@@ -296,6 +252,8 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
         more = f"{sep} sexpr {after(i + 1)}".strip()
         return more if i < r else f"({more})?"
 
+    if spec.name == "edit" and g.olds():
+        return _anchored_edit_call(g, base, opts)
     forms = [f"sexpr {after(1)}".strip()] if n else []
     named_keys = [*spec.params, *spec.options]
     if named_keys:
@@ -307,6 +265,14 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
     body = _alt(forms)
     inner = f"({body} ws)?" if r == 0 else f"{body} ws"
     return g.add(base, f'"tools.{spec.name}(" ws {inner} ")"')
+
+
+def _anchored_edit_call(g: _Rules, base: str, opts: str | None) -> str:
+    """`tools.edit(path, old, new[, options])` where path is a quoted file and old a copy of its text
+    (see edit_anchors): measured, the 0.5B's edits of a class dropped `self` or re-indented it."""
+    more = f'(ws "," ws {opts})?' if opts else ""
+    per_file = [f'({path}) ws "," ws {old} ws "," ws sexpr {more}' for path, old in g.olds()]
+    return g.add(base, f'"tools.edit(" ws {_alt(per_file)} ws ")"')
 
 
 def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
@@ -446,7 +412,9 @@ def _new_value(g: _Rules, schema: dict[str, Any], where: str) -> str:
     if kind == "array":
         items_schema = schema.get("items")
         # Objects in a list are written out: `files = {"a.py"}` or `{path}` is the mistake to prevent.
-        if isinstance(items_schema, dict) and _has_properties(items_schema):
+        if _is_edit(items_schema) and g.olds():
+            item = _anchored_edit_item(g, where + "-item")
+        elif isinstance(items_schema, dict) and _has_properties(items_schema):
             item = _object(g, items_schema, where + "-item")
         else:
             item = _value(g, items_schema, where + "-item")
@@ -458,6 +426,18 @@ def _new_value(g: _Rules, schema: dict[str, Any], where: str) -> str:
     if kind == "object" and _has_properties(schema):
         return g.add(g.fresh(where), f"{_object(g, schema, where)} | v-ref")
     return "expr"
+
+
+def _is_edit(schema: Any) -> bool:
+    return _has_properties(schema) and list(schema["properties"]) == ["path", "old", "new"]
+
+
+def _anchored_edit_item(g: _Rules, where: str) -> str:
+    """`{path = P, old = <a copy of P's text>, new = ...}`, one variant per anchored file."""
+    sep = "ws fsep ws"
+    variants = [f'"{{" ws "path" ws "=" ws ({path}) {sep} "old" ws "=" ws {old} {sep} "new" ws "=" ws v-str '
+                f'(ws fsep)? ws "}}"' for path, old in g.olds()]
+    return g.add(g.fresh(where), " | ".join(variants))
 
 
 def _literal(value: str | bool) -> str:
@@ -594,7 +574,8 @@ def _answer_schema(role: str) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=32)
-def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset()) -> str:
+def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset(),
+                 anchors: tuple[tuple[str, str], ...] = ()) -> str:
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
     `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
@@ -602,7 +583,9 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     name's first word (see `_ban_prefix`), when it has `_BAN_PREFIX_MIN`+ characters, is no
     variable's beginning either (else `temperature` becomes `temperature_py`, and
     `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
-    shorter names are refused only whole. ValueError for an unknown role or tool.
+    shorter names are refused only whole. `anchors`: (path, text) of the files the prompt quoted
+    whole; an edit of one copies its text exactly (edit_anchors), and edits name no other file.
+    ValueError for an unknown role or tool.
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r} (roles: {', '.join(ROLES)})")
@@ -610,7 +593,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     if unknown:
         raise ValueError(f"unknown tool {unknown[0]!r} (tools: {', '.join(TOOL_NAMES)})")
     specs = [s for s in TOOL_SPECS if tools is None or s.name in tools]
-    g = _Rules()
+    g = _Rules(dict(anchors))
     _chunk(g)
     answer = _object(g, _answer_schema(role), "answer")
     _statements(g, answer)

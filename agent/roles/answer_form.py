@@ -22,12 +22,13 @@ import importlib
 import re
 import shutil
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.models.base import ModelClient
+from agent.resources import schema_dir
 
-__all__ = ["AnswerForm", "FORMS", "choose_form", "capabilities_of", "model_hints", "ModelHints", "grammar_for",
+__all__ = ["AnswerForm", "FORMS", "choose_form", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
            "json_form"]
 
 FORMS = ("plan", "json", "grammar")
@@ -47,6 +48,9 @@ class AnswerForm:
     schema: bool = False
     grammar: str | None = None
     reason: str = ""
+    # json only: a GBNF grammar holding the JSON answer, whose edits copy the quoted files
+    # (agent/roles/json_grammar.py); sent instead of response_format, which stays the fallback.
+    json_grammar: str | None = None
 
     @property
     def lua(self) -> bool:
@@ -170,9 +174,10 @@ def model_hints(client: ModelClient | None, role: str, task_type: str) -> ModelH
     return hints
 
 
-def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
+def grammar_for(role: str, banned: frozenset[str] = frozenset(),
+                anchors: tuple[tuple[str, str], ...] = ()) -> str | None:
     """The GBNF grammar of the role's Lua plan subset, when the generator is installed; `banned`
-    names are never a variable (see `plan_grammar`)."""
+    names are never a variable, `anchors` the files an edit copies from (see `plan_grammar`)."""
     try:
         module = importlib.import_module("agent.plans.grammar")
     except ImportError:
@@ -183,18 +188,32 @@ def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
     from agent.answers import plan_tools_for
 
     try:
-        grammar = make(role, plan_tools_for(role), banned)
+        grammar = make(role, plan_tools_for(role), banned, anchors)
     except Exception:  # a generator bug must not stop the agent: fall back to JSON
         return None
     return grammar if isinstance(grammar, str) and grammar.strip() else None
 
 
-def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str) -> AnswerForm:
-    """The form for the first request of a command (`setting` is --answers: auto|plan|grammar|json)."""
+def with_json_grammar(form: AnswerForm, client: ModelClient | None, role: str,
+                      anchors: tuple[tuple[str, str], ...]) -> AnswerForm:
+    """`form`, when it is a JSON answer and the server takes a grammar, held by the grammar in which
+    each edit copies one of `anchors` (the files the prompt quoted whole); else `form` as it is."""
+    if form.lua or not anchors or not getattr(capabilities_of(client), "grammar", False):
+        return form
+    from agent.roles.json_grammar import json_answer_grammar
+
+    grammar = json_answer_grammar((schema_dir() / "answers" / f"{role}.json").read_text(), anchors)
+    return replace(form, json_grammar=grammar) if grammar else form
+
+
+def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str,
+                anchors: tuple[tuple[str, str], ...] = ()) -> AnswerForm:
+    """The form for the first request of a command (`setting` is --answers: auto|plan|grammar|json);
+    `anchors`: the files the prompt quoted whole, for the grammar's edits."""
     if setting == "plan":
         return AnswerForm("plan", reason="--answers plan")
     if setting == "grammar":
-        grammar = grammar_for(role) if getattr(capabilities_of(client), "grammar", False) else None
+        grammar = grammar_for(role, anchors=anchors) if getattr(capabilities_of(client), "grammar", False) else None
         if grammar:
             return AnswerForm("grammar", grammar=grammar, reason="--answers grammar: the server takes a GBNF grammar")
         return AnswerForm("plan", reason="--answers grammar: the server takes no GBNF grammar; a free Lua plan")
@@ -216,7 +235,7 @@ def choose_form(setting: str, client: ModelClient | None, role: str, task_type: 
     # cut off (290 s), while the JSON answer held by its schema was valid 27 times out of 27.
     wants_grammar = hints.answers == "grammar"
     if wants_grammar and takes_grammar and not hints.avoid & {"grammar", "plan"}:
-        grammar = grammar_for(role)
+        grammar = grammar_for(role, anchors=anchors)
         if grammar:
             return AnswerForm("grammar", grammar=grammar, reason=f"{who}: the server takes a GBNF grammar")
     if "json" in hints.avoid:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import copy
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -292,7 +293,7 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any],
     what = "tests failed" if tests["status"] == "fail" else "the goal's examples failed"
     ctx.progress(f"{what}; asking the model to fix them", stage="implementing", progress=0.6)
     try:
-        return obtain_answer(ctx, spec, user)
+        return obtain_answer(ctx, replace(spec, anchors=tuple(budget.whole.items())), user)
     except ShuttingDown:
         raise
     except AgentError as exc:  # keep the real result of the last change rather than a new failure
@@ -407,7 +408,8 @@ def handle(ctx: CommandContext) -> Outcome:
     user += _examples_now(now)
     goal_test = ask_goal_test(ctx, user) if wants_goal_test(ctx) else None
     spec = AnswerSpec("builder", "planning", _rules(ctx, examples), _prepare, _salvage(ctx), guard_answer=False,
-                      narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True))
+                      narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True),
+                      anchors=tuple(budget.whole.items()))
     ledger = TestLedger(ctx)
     module = _a_module_the_examples_define(ctx, examples, now)
     fixing = _a_fix_the_examples_define(ctx, now) or module is not None  # asked once per command, not again below

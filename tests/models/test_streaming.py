@@ -180,6 +180,15 @@ def test_server_that_refuses_grammar_gets_none_from_then_on(audit) -> None:
     assert len(audit.events("grammar_unsupported")) == 1 and m.supports_grammar is False
 
 
+def test_a_refused_grammar_leaves_the_schema_it_stood_in_for(audit) -> None:
+    server = Server(httpx.Response(400, json={"error": {"message": "Unrecognized request argument supplied: grammar"}}),
+                    stream(chunk("{}", "stop")))
+    m = model(server, audit=audit.log)
+    m.complete(req(grammar=YES_NO, response_schema=SCHEMA))
+    assert "grammar" in server.body(0) and "response_format" not in server.body(0)
+    assert "grammar" not in server.body(1) and server.body(1)["response_format"]["json_schema"]["schema"] == SCHEMA
+
+
 def test_a_bad_grammar_on_a_grammar_server_is_an_error_and_never_resent() -> None:
     server = Server(httpx.Response(400, json={"error": {"message": "failed to parse grammar"}}))
     m = model(server)
