@@ -250,6 +250,7 @@ class _Loop:
         self.cuts = 0                       # plans cut at a loop, this command
         self.cutoffs = 0                    # answers cut off at the token limit without a loop
         self.banned: frozenset[str] = frozenset()  # unknown globals the plan grammar now refuses
+        self.extended = False               # one attempt past the budget, in JSON, was granted
 
     def resume_request(self, request: ModelRequest) -> ModelRequest:
         """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
@@ -420,9 +421,19 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 # would otherwise spend the whole repair budget on cut plans (run gram10).
                 attempt -= 1
                 continue
+            last_chance = False
             if attempt > ctx.settings.max_repairs:
-                break
+                # The same failure twice, the second at the end of the budget: the plan is switched
+                # to JSON once more rather than fail (measured, 1.5B, run gram8: a spec plan indexing
+                # `context.files` in attempts 2 and 3; the failed update_spec ended lorch's run).
+                if loop.extended or not (repeated or same_error) \
+                        or not loop.switch_to_json("the plan failed the same way twice, at the end of the repair budget"):
+                    break
+                loop.extended = last_chance = True
             message = _repair_message(exc, reply.text, cut_off)
+            if last_chance:
+                message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
+                            "only, matching the schema and the worked example.")
             m = UNKNOWN_GLOBAL.match(exc.message) if isinstance(exc, PlanInvalid) else None
             unknown = m.group(1) if m else None
             if unknown and loop.ban_name(unknown, attempt):
@@ -462,7 +473,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if note:
                 loop.start_over(message + "\n" + note)
                 continue
-            if repeated:
+            if repeated and not last_chance:
                 # The same invalid answer twice: a third identical question would get it again.
                 if not loop.switch_to_json("the same invalid answer came twice"):
                     ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)

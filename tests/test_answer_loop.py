@@ -9,7 +9,7 @@ import pytest
 from role_context import Caps, FakeModel, FakeModelWithCaps, Recorded, make_context
 
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
-from agent.errors import InvalidModelResponse, ModelTimeout
+from agent.errors import AgentError, InvalidModelResponse, ModelTimeout
 from agent.models.base import ModelReply
 from agent.roles.context import RoleSettings
 
@@ -259,6 +259,36 @@ def test_a_plan_that_fails_the_same_way_twice_is_asked_for_as_json(tmp_path: Pat
     assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
     assert [r.response_schema is not None for r in model.requests] == [False, False, True]
     assert "failed with this same error twice" in model.requests[2].messages[-1]["content"]
+
+
+def test_the_same_failure_at_the_end_of_the_budget_gets_one_json_attempt_more(tmp_path: Path) -> None:
+    # Qwen2.5-Coder-1.5B's spec plan (run gram8): an unknown global, then indexing `context.files`
+    # (nil) in attempts 2 and 3; the failed update_spec ended lorch's run. Now a fourth attempt, in
+    # JSON, once; different failures, or a JSON answer failing, still end at the budget.
+    def plan(body: str) -> str:
+        return (f"```lua\nfunction run(context)\n  {body}\n"
+                "  return {status = 'approved', summary = 'x', findings = {}}\nend\n```")
+
+    unknown, nil_index = plan("local f = files_list .. 'x'"), plan("local n = context.files[1]")
+    model = FakeModel([unknown, nil_index, nil_index.replace("[1]", "[2]"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    assert [r.response_schema is not None for r in model.requests] == [False, False, False, True]
+    assert "failed with this same error twice" in model.requests[3].messages[-1]["content"]
+    audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    assert "at the end of the repair budget" in audit
+
+    model = FakeModel([unknown, nil_index, plan("error('third')"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
+    with pytest.raises(AgentError):
+        obtain_answer(ctx, REVIEW, "review it")
+    assert len(model.requests) == 3
+
+    model = FakeModel([BAD, BAD.replace("?", "??"), BAD.replace("?", "???"), APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=None))
+    with pytest.raises(InvalidModelResponse):
+        obtain_answer(ctx, REVIEW, "review it")
+    assert len(model.requests) == 3
 
 
 def test_an_unknown_global_is_refused_by_the_next_grammar(tmp_path: Path) -> None:

@@ -74,6 +74,12 @@ def check_edits(answer: dict[str, Any]) -> None:
 def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def prepare(answer: Any) -> Any:
         edits = answer.get("section_edits") if isinstance(answer, dict) else None
+        if isinstance(edits, dict) and isinstance(edits.get("section_edits"), list):
+            # A whole answer where its edits belong: the 0.5B built the answer in a local and returned
+            # `section_edits = <that local>` (run gram27); the agent takes the inner answer's edits.
+            ctx.log("info", "spec: a whole answer given as section_edits; its own section_edits taken")
+            answer = {**answer, "section_edits": edits["section_edits"]}
+            edits = answer["section_edits"]
         if isinstance(edits, dict) and {"section", "content"} <= edits.keys():
             # One edit where a list of them belongs: the agent wraps it (measured, 0.5B, run gram24:
             # the same object three times, each refused by the schema; the third failure ended the run).
