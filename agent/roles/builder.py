@@ -40,6 +40,7 @@ from agent.roles.changes import (
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.definition_alone import new_definitions_named, write_named_definitions
 from agent.roles.example_fix import fix_from_examples, new_module_from_examples
 from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples, said
 from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
@@ -430,16 +431,25 @@ def handle(ctx: CommandContext) -> Outcome:
         except InvalidModelResponse as exc:
             first, rewritten = ([], []) if fixing else _by_examples(ctx, examples, run_examples(ctx, examples))
             fixing = True
-            if not first:
-                kept = _kept_as_is(ctx, exc)
-                if kept is None:
-                    raise
-                return kept
-            ctx.log("warn", "builder: no valid answer came; the functions the goal's examples name were written "
-                    "alone", reason=exc.message[:300], functions=rewritten)
-            answer = Answer({"summary": f"Rewrote {', '.join(rewritten)} so that the goal's examples hold "
-                                        f"(no valid whole answer came: {exc.message[:200]})"}, "examples", 0,
-                            form="function")
+            if first:
+                ctx.log("warn", "builder: no valid answer came; the functions the goal's examples name were "
+                        "written alone", reason=exc.message[:300], functions=rewritten)
+                answer = Answer({"summary": f"Rewrote {', '.join(rewritten)} so that the goal's examples hold "
+                                            f"(no valid whole answer came: {exc.message[:200]})"}, "examples", 0,
+                                form="function")
+            else:
+                wanted = new_definitions_named(ctx) if ctx.cmd.action == "implement" else []
+                first, added = write_named_definitions(ctx, wanted) if wanted else ([], [])
+                if not first:
+                    kept = _kept_as_is(ctx, exc)
+                    if kept is None:
+                        raise
+                    return kept
+                ctx.log("warn", "builder: no valid answer came; the definitions the goal names were written alone",
+                        reason=exc.message[:300], definitions=added)
+                answer = Answer({"summary": f"Added {', '.join(added)} to {wanted[0].path}, each written alone "
+                                            f"(no valid whole answer came: {exc.message[:200]})"}, "definition", 0,
+                                form="function")
     _write_all(ctx, first, ledger)
     written = [a.path for a in ctx.artifacts]
     goal_files = goal_test_writes(ctx, goal_test, written) if goal_test else []
