@@ -73,3 +73,33 @@ def test_a_builder_without_a_valid_answer_writes_the_named_method_alone(spawn, w
     assert cart.items == {"apple": [0.5, 1]}
     cart.remove("apple")
     assert cart.items == {}
+
+
+def test_builtins_imports_and_method_calls_ask_for_nothing_new(tmp_path: Path) -> None:
+    goal = "In cart.py, total() must use len(items) and self.items.values() and json.dumps(x) as they are."
+    (tmp_path / "cart.py").write_text("import json\n" + CART)
+    assert new_definitions_named(make_context(tmp_path, "implement", FakeModel([]), inputs={"goal": goal})) == []
+
+
+def test_a_review_that_approves_without_the_named_method_requests_it(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # The 0.5B (run W5): the builder's change withdrawn, nothing in its place, and the second review
+    # approved cart.py without `remove`; lorch said success and the behavioural check failed.
+    (workspace / "cart.py").write_text(CART)
+    approve = json.dumps({"status": "approved", "summary": "looks good", "findings": []})
+    got = spawn("reviewer", replies=[approve]).run(make_command("review", inputs={"goal": GOAL}))
+    done = events(got, "review.completed")[-1]
+    assert done["status"] == "changes_requested"
+    assert done["payload"]["findings"] == [{"path": "cart.py", "comment": "cart.py does not define "
+                                            "remove(name, quantity=1) in class Cart, which the goal asks for"}]
+    (workspace / "cart.py").write_text(CART + "\n    def remove(self, name, quantity=1):\n        del self.items[name]\n")
+    got = spawn("reviewer", replies=[approve]).run(make_command("review", inputs={"goal": GOAL}, task_id="T-0002"))
+    assert events(got, "review.completed")[-1]["status"] == "approved"
+
+
+def test_implement_changes_without_a_valid_answer_writes_the_named_method_alone(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "cart.py").write_text(CART)
+    cut = '{"summary": "Added remove", "edits": [{"path": "cart.py", "old": "    def total(self'
+    agent = spawn("builder", replies=[cut, cut + "):", cut + "):\\n", METHOD])
+    done = events(agent.run(make_command("implement_changes", inputs={"goal": GOAL})), "builder.completed")[-1]
+    assert done["status"] == "success" and done["payload"]["answer_via"] == "definition"
+    assert "    def remove(self, name, quantity=1):" in (workspace / "cart.py").read_text()

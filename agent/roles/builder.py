@@ -438,7 +438,7 @@ def handle(ctx: CommandContext) -> Outcome:
                                             f"(no valid whole answer came: {exc.message[:200]})"}, "examples", 0,
                                 form="function")
             else:
-                wanted = new_definitions_named(ctx) if ctx.cmd.action == "implement" else []
+                wanted = new_definitions_named(ctx)
                 first, added = write_named_definitions(ctx, wanted) if wanted else ([], [])
                 if not first:
                     kept = _kept_as_is(ctx, exc)

@@ -16,6 +16,7 @@ says "method" and the file has the class, as a method of that class.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import textwrap
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ __all__ = ["NewDefinition", "new_definitions_named", "write_named_definitions"]
 
 _SYSTEM = ("You are a careful Python programmer. Reply with one ```python block holding only the "
            "definition asked for, then nothing else.")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
+_CALL = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\(([^()]*)\)")  # not `x.values()`
 _CLASS = re.compile(r"\b(?:class\s+([A-Z]\w*)|([A-Z]\w*)\s+class)\b")
 _PARAMS = re.compile(r"\s*[A-Za-z_]\w*(\s*=\s*[^,]+)?\s*")
 _MAX_NEW = 2
@@ -53,7 +54,11 @@ class NewDefinition:
 
 
 def _defined(tree: ast.Module) -> set[str]:
-    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    """Names the module defines or imports, and Python's builtins (`len(items)` asks for nothing new)."""
+    names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    names |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+              for a in n.names}
+    return names | set(dir(builtins))
 
 
 def new_definitions_named(ctx: CommandContext) -> list[NewDefinition]:

@@ -21,6 +21,7 @@ from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
+from agent.roles.definition_alone import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples, said
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
@@ -290,6 +291,24 @@ def _examples_decide(ctx: CommandContext, data: dict[str, Any], checked: list[di
                 summary=f"{len(failed)} of the goal's own examples fail: " + str(data["summary"])[:300])
 
 
+def _definitions_decide(ctx: CommandContext, data: dict[str, Any]) -> None:
+    """An approval while the file the goal names still lacks a definition the goal asks for is a
+    request for changes, citing it. Measured (0.5B, default settings, feature-cart, run W5): the
+    builder's change was withdrawn, nothing replaced it, and the second review approved a cart.py
+    without `remove`; lorch's run ended "success" and the behavioural check failed."""
+    if data["status"] != "approved":
+        return
+    missing = new_definitions_named(ctx)
+    if not missing:
+        return
+    findings = [{"path": d.path, "comment": f"{d.path} does not define {d.name}({d.params})"
+                 + (f" in class {d.cls}" if d.cls else "") + ", which the goal asks for"} for d in missing]
+    ctx.log("info", "review: approval overruled, a definition the goal names is missing",
+            missing=[d.name for d in missing])
+    data.update(status="changes_requested", findings=[*data["findings"], *findings],
+                summary=f"{', '.join(d.name for d in missing)} missing: " + str(data["summary"])[:300])
+
+
 def _unresolved(findings: list[dict[str, Any]]) -> list[str]:
     out = []
     for f in findings:
@@ -335,6 +354,7 @@ def handle(ctx: CommandContext) -> Outcome:
                            "\n".join(parts))
     data = answer.data
     _examples_decide(ctx, data, checked, to_read)
+    _definitions_decide(ctx, data)
     review = {"task_id": cmd.task_id, "status": data["status"], "findings": data["findings"],
               "summary": data["summary"], "created_at": utc_now()}
     art = ctx.write(_review_file(cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))
