@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from agent.plans.gbnf import Rules, alt, lit
 
-__all__ = ["anchored_text", "LUA_FORMS", "JSON_FORMS", "MAX_ANCHOR_BYTES", "MAX_ANCHOR_LINES"]
+__all__ = ["anchored_text", "is_edit_item", "LUA_FORMS", "JSON_FORMS", "MAX_ANCHOR_BYTES", "MAX_ANCHOR_LINES"]
 
 MAX_ANCHOR_BYTES = 24 * 1024  # larger files are not quoted whole in a prompt anyway
 MAX_ANCHOR_LINES = 600
@@ -50,6 +50,12 @@ _FORMS: dict[str, tuple[str, str, str, Callable[[str], str] | None]] = {
 }
 LUA_FORMS = ("dq", "sq", "ls")
 JSON_FORMS = ("json",)
+
+
+def is_edit_item(schema: object) -> bool:
+    """Whether an answer schema's list item is an edit: an object of exactly `path`, `old`, `new`."""
+    return (isinstance(schema, dict) and schema.get("type") == "object"
+            and list(schema.get("properties") or {}) == ["path", "old", "new"])
 
 
 def _long_level(text: str) -> int | None:

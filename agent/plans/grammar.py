@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agent.plans.edit_anchors import anchored_text
+from agent.plans.edit_anchors import anchored_text, is_edit_item
 from agent.plans.gbnf import Rules
 from agent.plans.gbnf import alt as _alt
 from agent.plans.gbnf import char_class as _cls
@@ -412,7 +412,7 @@ def _new_value(g: _Rules, schema: dict[str, Any], where: str) -> str:
     if kind == "array":
         items_schema = schema.get("items")
         # Objects in a list are written out: `files = {"a.py"}` or `{path}` is the mistake to prevent.
-        if _is_edit(items_schema) and g.olds():
+        if is_edit_item(items_schema) and g.olds():
             item = _anchored_edit_item(g, where + "-item")
         elif isinstance(items_schema, dict) and _has_properties(items_schema):
             item = _object(g, items_schema, where + "-item")
@@ -426,10 +426,6 @@ def _new_value(g: _Rules, schema: dict[str, Any], where: str) -> str:
     if kind == "object" and _has_properties(schema):
         return g.add(g.fresh(where), f"{_object(g, schema, where)} | v-ref")
     return "expr"
-
-
-def _is_edit(schema: Any) -> bool:
-    return _has_properties(schema) and list(schema["properties"]) == ["path", "old", "new"]
 
 
 def _anchored_edit_item(g: _Rules, where: str) -> str:

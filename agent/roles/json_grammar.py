@@ -18,7 +18,7 @@ import functools
 import json
 from typing import Any
 
-from agent.plans.edit_anchors import JSON_FORMS, anchored_text
+from agent.plans.edit_anchors import JSON_FORMS, anchored_text, is_edit_item
 from agent.plans.gbnf import Rules, lit
 
 __all__ = ["json_answer_grammar"]
@@ -46,11 +46,6 @@ def _base(g: Rules) -> None:
     g.add("array", '"[" ws (value (ws "," ws value)*)? ws "]"')
 
 
-def _is_edit(schema: Any) -> bool:
-    return (isinstance(schema, dict) and schema.get("type") == "object"
-            and list(schema.get("properties") or {}) == ["path", "old", "new"])
-
-
 class _Builder:
     def __init__(self, anchors: tuple[tuple[str, str], ...]) -> None:
         self.g = Rules()
@@ -76,7 +71,7 @@ class _Builder:
             return self.g.add("boolean", '"true" | "false"')
         if kind == "array":
             items = schema.get("items")
-            item = self.edit_item(where) if _is_edit(items) and self.olds else self.value(items, where + "-item")
+            item = self.edit_item(where) if is_edit_item(items) and self.olds else self.value(items, where + "-item")
             most = schema.get("maxItems")
             more = f"{{0,{most - 1}}}" if isinstance(most, int) and most >= 1 else "*"
             body = f"{item} (ws \",\" ws {item}){more}"
@@ -128,7 +123,7 @@ def json_answer_grammar(schema_text: str, anchors: tuple[tuple[str, str], ...]) 
     schema has no edits (then `response_format` holds the answer as before)."""
     schema = json.loads(schema_text)
     edits = (schema.get("properties") or {}).get("edits") if isinstance(schema, dict) else None
-    if not isinstance(edits, dict) or not _is_edit(edits.get("items")):
+    if not isinstance(edits, dict) or not is_edit_item(edits.get("items")):
         return None
     b = _Builder(anchors)
     if not b.olds:
