@@ -265,7 +265,9 @@ class OpenAIChatModel:
                     return _Exchange(response.status_code, response.headers,
                                      text=self._read_error_body(response, watchdog))
                 if "text/event-stream" in response.headers.get("content-type", ""):
-                    self._read_stream(response, watchdog, stream)
+                    system = next((str(m.get("content") or "") for m in request.messages
+                                   if m.get("role") == "system"), "")
+                    self._read_stream(response, watchdog, stream, system)
                     reply = self._stream_reply(request, stream, watchdog)
                 else:  # not streaming (asked not to, or the server ignored `stream`)
                     reply = self._parse(self._read_body(response, watchdog), request, watchdog)
@@ -311,23 +313,28 @@ class OpenAIChatModel:
             pass  # a snippet is all we keep of an error
         return b"".join(parts).decode("utf-8", errors="replace")
 
-    def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream) -> None:
+    def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream,
+                     system: str = "") -> None:
         sse = SSEDecoder()
-        repeats = RepetitionWatch()
+        repeats = RepetitionWatch(echo_of=system)
         try:
             for data in BoundedReader(response, watchdog, self.max_response_bytes):
                 for name, payload in sse.feed(data):
                     stream.event(name, payload)
                 if stream.done:
                     return
-                if stream.finish_reason is None and repeats.due(stream.chars) and repeats.update(stream.text):
+                if stream.finish_reason is None and repeats.due(stream.chars):
+                    repeats.update(stream.text)
+                if stream.finish_reason is None and repeats.stopped:
                     # Closing the connection stops the server's generation: the copies still to
                     # come would cost minutes (0.5B, run gram9: 264 s to its token limit) and say nothing.
                     stream.finish_reason = "repetition"
                     loop = repeats.loop
-                    assert loop is not None
-                    self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period,
-                                copies=loop.copies, counted=loop.counted)
+                    if loop is None:
+                        self._audit("model_echo_stopped", chars=stream.chars)
+                    else:
+                        self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period,
+                                    copies=loop.copies, counted=loop.counted)
                     return
             for name, payload in sse.close():
                 stream.event(name, payload)

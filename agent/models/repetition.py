@@ -17,6 +17,12 @@ is a short pattern along one line once it runs 1,500 characters. Replayed over t
 replies recorded in real-model runs so far, these rules stop 22 replies sooner or at all, every one
 a loop, and no other.
 
+One more shape is no loop by these rules but is as empty (run gram30, feature-cart): a test file's
+long string never closed, and the 0.5B went on to recite the system prompt's tool list, 1,786
+characters a copy, to its 3,072-token limit (556 s). So the watch, given the request's system
+message, also stops a reply whose last `ECHO_CHARS` characters stand word for word in it: no plan,
+file or answer copies that much of the agent's own instructions.
+
 `repeating_tail(text)` finds such a tail; `RepetitionWatch` runs it over a growing stream now and
 then, so that the client can stop reading (the server stops generating when the connection closes)
 after a handful of copies instead of after the token limit. Code that merely looks alike (a row of
@@ -28,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "MIN_COPIES", "MIN_LOOP_CHARS", "MIN_COUNTED_COPIES",
+__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "ECHO_CHARS", "MIN_COPIES", "MIN_LOOP_CHARS", "MIN_COUNTED_COPIES",
            "MIN_COUNTED_CHARS"]
 
 MIN_COPIES = 6          # copies of the block at the end of the text
@@ -45,6 +51,7 @@ MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a review plan's
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
 _CHECK_EVERY = 256      # characters of new text between two looks
+ECHO_CHARS = 400        # the reply's end found this long in the system message: it recites the instructions
 
 
 @dataclass(frozen=True)
@@ -138,15 +145,22 @@ class RepetitionWatch:
 
     `due(chars)` is cheap (a comparison), so the caller joins its text only when a look is due."""
 
-    def __init__(self) -> None:
+    def __init__(self, echo_of: str = "") -> None:
         self.loop: Loop | None = None
-        self._next_check = MIN_LOOP_CHARS
+        self.echoed = False                 # the text's end recites `echo_of` (the system message)
+        self._echo_of = echo_of
+        self._next_check = min(MIN_LOOP_CHARS, ECHO_CHARS)
 
     def due(self, chars: int) -> bool:
-        return self.loop is None and chars >= self._next_check
+        return self.loop is None and not self.echoed and chars >= self._next_check
 
     def update(self, text: str) -> Loop | None:
         if self.due(len(text)):
             self._next_check = len(text) + _CHECK_EVERY
             self.loop = repeating_tail(text)
+            self.echoed = self.loop is None and len(text) >= ECHO_CHARS and text[-ECHO_CHARS:] in self._echo_of
         return self.loop
+
+    @property
+    def stopped(self) -> bool:
+        return self.loop is not None or self.echoed

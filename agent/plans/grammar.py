@@ -187,14 +187,24 @@ def _long_string(g: _Rules, level: int) -> str:
 _FIRST_WORD = re.compile(r"_*[A-Za-z][a-z0-9]*")
 
 
-def _ban_prefix(name: str) -> str:
-    """What a banned name bans (see `plan_grammar`): its first word (up to a `_` or a capital, and
-    at most `_BAN_PREFIX_MAX` characters) when that is long enough. Measured (the 0.5B):
-    `functionPrompt`, then `function_prompt` (run gram19); `requiredirpath`, then `requiredirfile`
-    (run gram22): words a model glues together have no boundary to find."""
+def _bans(name: str) -> tuple[set[str], set[str]]:
+    """What a banned name bans (see `plan_grammar`): (beginnings no variable may have, whole names).
+
+    Its first word (up to a `_` or a capital, at most `_BAN_PREFIX_MAX` characters) begins no
+    variable when it is long enough. Measured (the 0.5B): `functionPrompt`, then `function_prompt`
+    (run gram19); `requiredirpath`, then `requiredirfile` (run gram22): words a model glues together
+    have no boundary to find. A shorter first word followed by another word bans that boundary:
+    `ioFileSync`, then `ioSync` (run gram30) bans `io` followed by any capital (`io_` likewise)."""
     m = _FIRST_WORD.match(name)
     word = (m.group(0) if m else name)[:_BAN_PREFIX_MAX]
-    return word if len(word) >= _BAN_PREFIX_MIN else name
+    if len(word) >= _BAN_PREFIX_MIN:
+        return {word}, set()
+    after = name[len(word):len(word) + 1]
+    if after == "_":
+        return {word + "_"}, {name}
+    if after.isupper():
+        return {word + c for c in _ID_START if c.isupper()}, {name}
+    return set(), {name}
 
 
 def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[str] = frozenset()) -> None:
@@ -576,10 +586,10 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
 
     `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
     plan used without defining them (the lint's "unknown global"), never a variable again: the
-    name's first word (see `_ban_prefix`), when it has `_BAN_PREFIX_MIN`+ characters, is no
+    name's first word (see `_bans`), when it has `_BAN_PREFIX_MIN`+ characters, is no
     variable's beginning either (else `temperature` becomes `temperature_py`, and
     `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
-    shorter names are refused only whole. `anchors`: (path, text) of the files the prompt quoted
+    a shorter one bans only the boundary after it (`io` and a capital) and the name itself. `anchors`: (path, text) of the files the prompt quoted
     whole; an edit of one copies its text exactly (edit_anchors), and edits name no other file.
     ValueError for an unknown role or tool.
     """
@@ -594,7 +604,11 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     answer = _object(g, _answer_schema(role), "answer")
     _statements(g, answer)
     _expressions(g, specs)
-    starts = {_ban_prefix(n) for n in banned}
-    _lexical(g, RESERVED_NAMES | {n for n in starts if len(n) < _BAN_PREFIX_MIN},
-             frozenset(n for n in starts if len(n) >= _BAN_PREFIX_MIN))
+    starts: set[str] = set()
+    wholes: set[str] = set()
+    for name in banned:
+        more, whole = _bans(name)
+        starts |= more
+        wholes |= whole
+    _lexical(g, RESERVED_NAMES | wholes, frozenset(starts))
     return g.text()

@@ -293,6 +293,13 @@ def test_a_banned_name_is_no_variable_again() -> None:
     # glued words have no boundary: seven characters at most (`requiredirpath`, `requiredirfile`: gram22)
     glued = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"), frozenset({"requiredirpath"})))
     assert not glued.accepts(plan("  local s = requiredirfile")) and glued.accepts(plan("  local s = requir"))
+    # a short first word bans the boundary after it: `ioFileSync`, then `ioSync` (gram30)
+    short = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"),
+                                    frozenset({"ioFileSync", "db_path"})))
+    for line in ("  local s = ioSync", "  local s = ioFileSync", "  local s = db_file"):
+        assert plain.accepts(plan(line)) and not short.accepts(plan(line)), line
+    for line in ("  local s = iol", "  local s = ion", "  local s = dbs", "  local s = db"):
+        assert short.accepts(plan(line)), line
 
 
 @pytest.mark.parametrize(("role", "reply"), [
