@@ -79,3 +79,20 @@ def test_a_json_builder_edit_on_a_grammar_server_copies_the_file(spawn, workspac
     assert grammar.accepts(reply) and not grammar.accepts(reply.replace('"        self.items[name]', '"    self.items[name]', 1))
     audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
     assert [a["json_grammar"] for a in audit if a["event"] == "answer_form"] == [True]
+
+
+def test_a_json_grammar_generator_bug_leaves_the_schema_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from role_context import Caps, FakeModelWithCaps
+
+    from agent.roles import json_grammar
+    from agent.roles.answer_form import json_form, with_json_grammar
+
+    def broken(*_: object) -> str:
+        raise RuntimeError("generator bug")
+
+    form = json_form("test")
+    server = FakeModelWithCaps([], caps=Caps(grammar=True))
+    assert with_json_grammar(form, server, "builder", (("cart.py", CART),)).json_grammar  # as it works
+    monkeypatch.setattr(json_grammar, "json_answer_grammar", broken)
+    held = with_json_grammar(form, server, "builder", (("cart.py", CART),))
+    assert held is form and held.json_grammar is None and held.schema

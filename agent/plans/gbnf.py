@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-__all__ = ["Rules", "lit", "char_class", "alt"]
+__all__ = ["Rules", "lit", "char_class", "alt", "members_in_order"]
 
 
 def lit(text: str) -> str:
@@ -73,3 +74,30 @@ class Rules:
 
     def text(self) -> str:
         return "\n".join(f"{name} ::= {body}" for name, body in self._rules.items()) + "\n"
+
+
+def members_in_order(g: Rules, base: str, items: Sequence[str], keys: Sequence[str], required: Collection[str],
+                     sep: str, trailing: str | None = None) -> str:
+    """Alternatives (text, not a rule) for one or more object members in the given order: each
+    required key present, optional ones skippable, `sep` between two, `trailing` allowed after the
+    last once no required key is left. `items[i]` is the member rule of `keys[i]`; the rules for
+    what may follow position i are `{base}-r{i}`. A fixed order keeps the grammar small and the
+    sampler on one path (the plan grammar's answer tables; the JSON answer grammar's objects)."""
+
+    def nexts(i: int) -> list[int]:
+        """Keys that may come at position i: up to and including the next required one."""
+        out = []
+        for j in range(i, len(keys)):
+            out.append(j)
+            if keys[j] in required:
+                break
+        return out
+
+    @functools.cache
+    def rest(i: int) -> str:                 # the keys from i on, after at least one key
+        alts = [f"{sep} {items[j]} {rest(j + 1)}" for j in nexts(i)]
+        if not set(required) & set(keys[i:]):
+            alts += ['""', *([trailing] if trailing else [])]
+        return g.add(f"{base}-r{i}", " | ".join(alts))
+
+    return " | ".join(f"{items[j]} {rest(j + 1)}" for j in nexts(0))

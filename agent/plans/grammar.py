@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent.plans.edit_anchors import anchored_text, is_edit_item
-from agent.plans.gbnf import Rules
+from agent.plans.gbnf import Rules, members_in_order
 from agent.plans.gbnf import alt as _alt
 from agent.plans.gbnf import char_class as _cls
 from agent.plans.gbnf import lit as _lit
@@ -526,31 +526,12 @@ def _new_object(g: _Rules, schema: dict[str, Any], where: str) -> str:
 
 
 def _keys_in_order(g: _Rules, fields: list[tuple[str, str]], required: set[str], where: str) -> str:
-    """`{k = <rule>, ...}` in the given order, required keys present, optional ones skippable.
-
-    A fixed order keeps the grammar small and the sampler on one path; a trailing separator is fine.
-    """
+    """`{k = <rule>, ...}` in the given order, required keys present, optional ones skippable, a
+    trailing separator allowed (`members_in_order`)."""
     items = [f"{_lit(k)} ws \"=\" ws {rule}" for k, rule in fields]
     keys = [k for k, _ in fields]
     base = g.fresh(where + "-keys")
-
-    def nexts(i: int) -> list[int]:
-        """Keys that may come at position i: up to and including the next required one."""
-        out = []
-        for j in range(i, len(keys)):
-            out.append(j)
-            if keys[j] in required:
-                break
-        return out
-
-    @functools.cache
-    def rest(i: int) -> str:                 # the keys from i on, after at least one key
-        alts = [f"ws fsep ws {items[j]} {rest(j + 1)}" for j in nexts(i)]
-        if not required.intersection(keys[i:]):
-            alts += ['""', "ws fsep"]
-        return g.add(f"{base}-r{i}", " | ".join(alts))
-
-    head = " | ".join(f"{items[j]} {rest(j + 1)}" for j in nexts(0))
+    head = members_in_order(g, base, items, keys, required, "ws fsep ws", trailing="ws fsep")
     body = g.add(base, f'"{{" ws ({head}) ws "}}"')
     if not required.intersection(keys):
         body = g.add(base + "-or-empty", f'{body} | "{{" ws "}}"')

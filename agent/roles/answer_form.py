@@ -202,7 +202,10 @@ def with_json_grammar(form: AnswerForm, client: ModelClient | None, role: str,
         return form
     from agent.roles.json_grammar import json_answer_grammar
 
-    grammar = json_answer_grammar((schema_dir() / "answers" / f"{role}.json").read_text(), anchors)
+    try:
+        grammar = json_answer_grammar((schema_dir() / "answers" / f"{role}.json").read_text(), anchors)
+    except Exception:  # a generator bug must not stop the agent: the schema alone, as before
+        return form
     return replace(form, json_grammar=grammar) if grammar else form
 
 

@@ -8,7 +8,8 @@ open. The task failed in every run. As with example_fix.py, the request for the 
 plain text, is a frame a small model can fill; the agent puts it in its place (py_merge.py) and the
 project's tests judge it like any other change.
 
-Used by the builder when its answer loop gave no valid answer for `implement`: the goal names
+Used by the builder when its answer loop gave no valid answer for `implement` or `implement_changes`,
+and by the reviewer (an approval while one is missing is a request for it): the goal names
 `name(params)` that the Python file it names does not define yet, as a function or, when the goal
 says "method" and the file has the class, as a method of that class.
 """
@@ -74,13 +75,11 @@ def new_definitions_named(ctx: CommandContext) -> list[NewDefinition]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
-    named = [a or b for a, b in _CLASS.findall(goal)]
-    cls = next((c for c in named if c in classes), None)
-    if cls is None and re.search(r"\bmethods?\b", goal) and len(classes) == 1:
-        cls = next(iter(classes))
-    if not re.search(r"\bmethods?\b", goal):
-        cls = None
+    cls = None
+    if re.search(r"\bmethods?\b", goal):  # of the class the goal names, else of the file's only class
+        classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+        named = [a or b for a, b in _CLASS.findall(goal)]
+        cls = next((c for c in named if c in classes), classes[0] if len(classes) == 1 else None)
     known = _defined(tree)
     out: list[NewDefinition] = []
     for name, params in _CALL.findall(goal):

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from agent.plans.edit_anchors import JSON_FORMS, anchored_text, is_edit_item
-from agent.plans.gbnf import Rules, lit
+from agent.plans.gbnf import Rules, lit, members_in_order
 
 __all__ = ["json_answer_grammar"]
 
@@ -95,23 +95,7 @@ class _Builder:
         keys = required + [k for k in props if k not in required]
         items = [f"{lit(json.dumps(k))} ws \":\" ws {self.value(props[k], f'{where}-{k}')}" for k in keys]
         base = self.g.fresh(where)
-
-        def nexts(i: int) -> list[int]:   # keys that may come at position i: up to the next required one
-            out = []
-            for j in range(i, len(keys)):
-                out.append(j)
-                if keys[j] in required:
-                    break
-            return out
-
-        @functools.cache
-        def rest(i: int) -> str:
-            alts = [f'ws "," ws {items[j]} {rest(j + 1)}' for j in nexts(i)]
-            if not set(required) & set(keys[i:]):
-                alts.append('""')
-            return self.g.add(f"{base}-r{i}", " | ".join(alts))
-
-        head = " | ".join(f"{items[j]} {rest(j + 1)}" for j in nexts(0))
+        head = members_in_order(self.g, base, items, keys, required, 'ws "," ws')
         empty = ' | "{" ws "}"' if not required else ""
         return self.g.add(base, f'"{{" ws ({head}) ws "}}"{empty}')
 

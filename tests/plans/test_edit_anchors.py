@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from gbnf_matcher import parse_gbnf
@@ -13,28 +14,7 @@ from agent.plans.gbnf import Rules
 from agent.plans.grammar import plan_grammar
 from agent.plans.sandbox import new_runtime
 
-CART = '''"""A shopping cart."""
-
-
-class Cart:
-    """Items by name, each with a unit price and a quantity."""
-
-    def __init__(self):
-        self.items = {}  # name -> [unit price, quantity]
-
-    def add(self, name, price, quantity=1):
-        """Add quantity units of an item; adding an item again raises its quantity."""
-        if quantity <= 0:
-            raise ValueError("quantity must be positive")
-        if name in self.items:
-            self.items[name][1] += quantity
-        else:
-            self.items[name] = [price, quantity]
-
-    def total(self):
-        """The price of everything in the cart."""
-        return sum(price * quantity for price, quantity in self.items.values())
-'''
+CART = (Path(__file__).resolve().parents[2] / "bench/lorch_tasks/feature-cart/workspace/cart.py").read_text()
 
 FILES = {
     "cart": CART,
