@@ -5,6 +5,15 @@
     python bench/bench_lorch.py --models qwen-coder-0.5b --answers json      # an agent flag for every role
     python bench/bench_lorch.py --models scripted                 # no model: canned correct answers (harness check)
     python bench/bench_lorch.py --base-url http://127.0.0.1:8080/v1 --model my-model   # a server already running
+    python bench/bench_lorch.py --exercism /tmp/ex-tasks --models qwen-coder-1.5b   # the tuning set (below)
+
+The tuning set is `bench/lorch_tasks/` plus `--exercism-count` (default 15) of the exercises in the
+folder `--exercism` names, made by `../shared/tools/exercism_tasks.py GIT_DIR OUT --first-letters a-m`
+from a fetch of GitHub exercism/python, spread evenly over their names. Never tune on n-z.
+
+**The model alone** (`model_alone.py`) runs on every task with the same server, after the agent,
+unless `--no-alone`; `--alone-only` runs just it. The comparison table puts both side by side per
+model: tasks solved, pass@1, malformed replies, model calls, tokens, seconds, and the agent's margin.
 
 For each task and model: a fresh copy of the task's workspace, a `lorch.json` running this agent in
 all four roles (only the endpoint, the model name and the test command set, plus `--answers` or
@@ -117,6 +126,38 @@ def markdown(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
+    """Per model: the agent under lorch beside the model alone on the same tasks, then task by task."""
+    head = ["model", "runner", "solved", "pass@1", "malformed replies", "model calls", "tokens in", "tokens out",
+            "s / task", "tokens / solved", "s / solved", "margin (solved)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for model in dict.fromkeys(r["model"] for r in agent + alone):
+        rows = {"agent": [r for r in agent if r["model"] == model], "alone": [r for r in alone if r["model"] == model]}
+        solved = {k: sum(1 for r in v if r["success"]) for k, v in rows.items()}
+        for runner, rs in rows.items():
+            if not rs:
+                continue
+            n = len(rs)
+            first = sum(1 for r in rs if (r.get("first_answer_passed") if runner == "agent" else r.get("passed_round") == 1))
+            calls = sum(int(r.get("model_calls", r.get("calls", 0))) for r in rs)
+            t_in = sum(int(r.get("tokens_in_total", r.get("tokens_in", 0))) for r in rs)
+            t_out = sum(int(r.get("tokens_out_total", r.get("tokens_out", 0))) for r in rs)
+            secs = sum(float(r["seconds"]) for r in rs)
+            s_n = solved[runner]
+            margin = f"{s_n - solved['alone']:+d}" if runner == "agent" and rows["alone"] else ""
+            lines.append("| " + " | ".join(str(x) for x in (
+                model, runner, f"{s_n}/{n}", f"{first}/{n}", sum(int(r.get("malformed", 0)) for r in rs), calls,
+                t_in, t_out, f"{secs / n:.0f}", f"{(t_in + t_out) / s_n:.0f}" if s_n else "-",
+                f"{secs / s_n:.0f}" if s_n else "-", margin)) + " |")
+    lines += ["", "| task | model | agent | model alone |", "|---|---|---|---|"]
+    by_key = {(r["task"], r["model"]): r for r in alone}
+    for r in agent:
+        a = by_key.get((r["task"], r["model"]))
+        shown = "-" if a is None else (f"**yes** (round {a['passed_round']})" if a["success"] else "no")
+        lines.append(f"| {r['task']} | {r['model']} | {'**yes**' if r['success'] else 'no: ' + _end(r)[:80]} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
 def _counts(codes: list[str]) -> str:
     tally: dict[str, int] = {}
     for code in codes:
@@ -159,14 +200,16 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _collect(out: Path, labels: list[str], tasks: list[harness.Task]) -> list[dict[str, Any]]:
+def _collect(out: Path, labels: list[str], tasks: list[harness.Task], sub: str = "") -> list[dict[str, Any]]:
     """Every result for the selected tasks in `out`: the selected labels first, then any other
-    configuration measured into the same folder earlier (so one report compares them)."""
-    others = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name not in labels and any(d.glob("*/result.json")))
+    configuration measured into the same folder earlier (so one report compares them).
+    `sub` "alone" reads the model-alone results kept beside each label's."""
+    others = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name not in labels
+                    and any(d.glob(f"{sub}/*/result.json" if sub else "*/result.json")))
     results = []
     for label in [*labels, *others]:
         for task in tasks:
-            path = out / label / task.name / "result.json"
+            path = out / label / sub / task.name / "result.json"
             if path.is_file():
                 results.append(json.loads(path.read_text()))
     return results
@@ -175,9 +218,10 @@ def _collect(out: Path, labels: list[str], tasks: list[harness.Task]) -> list[di
 def _write_reports(out: Path, labels: list[str], tasks: list[harness.Task], meta: dict[str, Any],
                    json_path: Path | None) -> list[dict[str, Any]]:
     results = _collect(out, labels, tasks)
-    doc = {"meta": meta, "summary": summary(results), "results": results}
+    alone = _collect(out, labels, tasks, "alone")
+    doc = {"meta": meta, "summary": summary(results), "results": results, "alone": alone}
     (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out / "results.md").write_text(markdown(results))
+    (out / "results.md").write_text(comparison(results, alone) + "\n" + markdown(results))
     if json_path:
         json_path.write_text(json.dumps(doc, indent=2) + "\n")
     return results
@@ -187,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="qwen-coder-0.5b",
                    help="comma-separated catalogue models (smollm2, qwen-coder-0.5b, qwen-coder-1.5b) or 'scripted'")
-    p.add_argument("--tasks", help="comma-separated task folders under bench/lorch_tasks (default: all)")
+    p.add_argument("--tasks", help="comma-separated task names (default: all of bench/lorch_tasks and the exercises)")
+    p.add_argument("--exercism", type=Path, help="a folder of tasks made by ../shared/tools/exercism_tasks.py (a-m only)")
+    p.add_argument("--exercism-count", type=int, default=15, help="exercises taken, evenly spread (default 15; 0: all)")
+    p.add_argument("--no-alone", action="store_true", help="skip the model-alone baseline")
+    p.add_argument("--alone-only", action="store_true", help="run only the model-alone baseline")
     p.add_argument("--answers", help="pass --answers VALUE to every agent (default: the agent's own default)")
     p.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
                    help="another agent flag for every role (repeatable), e.g. --agent-arg=--max-repairs=3")
@@ -209,7 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     if lorch is None or reason:
         print(f"real lorch unavailable: {reason}", file=sys.stderr)
         return 2
-    tasks = harness.load_tasks([t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None)
+    tasks = harness.load_tasks() + (harness.exercism_tasks(args.exercism, args.exercism_count) if args.exercism else [])
+    if args.tasks:
+        wanted = [t.strip() for t in args.tasks.split(",") if t.strip()]
+        known = {t.name: t for t in tasks}
+        missing = [w for w in wanted if w not in known]
+        if missing:
+            print(f"unknown task(s): {', '.join(missing)} (known: {', '.join(known)})", file=sys.stderr)
+            return 2
+        tasks = [known[w] for w in wanted]
     agent_args = ([f"--answers={args.answers}"] if args.answers else []) + list(args.agent_arg)
     models = [args.model or "external"] if args.base_url else [m.strip() for m in args.models.split(",") if m.strip()]
     labels = [_label(m, agent_args) for m in models]
@@ -230,8 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     for model, label in zip(models, labels, strict=True):
-        todo = [t for t in tasks if args.fresh or not (args.out / label / t.name / "result.json").is_file()]
-        if not todo:
+        todo = [] if args.alone_only else \
+            [t for t in tasks if args.fresh or not (args.out / label / t.name / "result.json").is_file()]
+        alone_todo = [] if args.no_alone or model == "scripted" else \
+            [t for t in tasks if args.fresh or not (args.out / label / "alone" / t.name / "result.json").is_file()]
+        if not todo and not alone_todo:
             print(f"[{label}] all {len(tasks)} tasks already measured (--fresh reruns)", flush=True)
             continue
         server = None
@@ -259,12 +318,18 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['commands_by_action']}; {r['model_calls']} model calls; {r['seconds']:.0f}s; {_end(r)}",
                       flush=True)
                 _write_reports(args.out, labels, tasks, meta, args.json_path)
+            for task in alone_todo:
+                assert spec.base_url and spec.model
+                a = harness.run_alone(task, spec.base_url, spec.model, label, args.out / label / "alone" / task.name)
+                print(f"[{label}] {task.name}: MODEL ALONE: success={a['success']} (round {a['passed_round']}); "
+                      f"{a['calls']} calls; {a['seconds']:.0f}s", flush=True)
+                _write_reports(args.out, labels, tasks, meta, args.json_path)
         finally:
             if server is not None:
                 server.stop()
     results = _write_reports(args.out, labels, tasks, meta, args.json_path)
     print()
-    print(markdown(results))
+    print(comparison(results, _collect(args.out, labels, tasks, "alone")))
     return 0
 
 

@@ -11,6 +11,10 @@ A task is a folder under `bench/lorch_tasks/<name>/`:
 * `solution/`  reference files (overlaid on the workspace they make the check pass; the scripted
                model answers with them).
 
+A task made by `../shared/tools/exercism_tasks.py` has `seed/` instead of `workspace/`, its test line
+in `test` and no `check/`: it is solved when that test line passes on the final workspace and every
+file in `pristine_tests` is byte for byte the seed's (changing the tests is no solution).
+
 What lorch does in `--task` mode (read from its source, cmd/lorch + internal/cli/run.go +
 internal/scheduler): it loads `lorch.json` (`--config`, else searched upward from the current
 directory), creates its bookkeeping folders in the workspace, snapshots it, starts builder,
@@ -48,7 +52,7 @@ ANSWER_FAILURES = {"invalid_model_response", "plan_invalid", "plan_runtime_error
                    "plan_timeout", "plan_memory_exceeded", "plan_quota_exceeded", "forbidden_spec_edit",
                    "plan_file_missing", "path_rejected", "sandbox_violation"}
 
-__all__ = ["Task", "load_tasks", "server_module", "find_lorch", "lorch_unavailable_reason", "prepare_workspace", "lorch_config",
+__all__ = ["Task", "load_tasks", "task_from", "exercism_tasks", "run_test_line", "run_alone", "server_module", "find_lorch", "lorch_unavailable_reason", "prepare_workspace", "lorch_config",
            "run_check", "run_lorch", "measure", "run_task", "scripted_replies", "TASKS_DIR", "ROOT"]
 
 
@@ -61,10 +65,11 @@ class Task:
     title: str
     goal: str
     test_command_template: str
+    pristine_tests: tuple[str, ...] = ()
 
     @property
     def workspace(self) -> Path:
-        return self.dir / "workspace"
+        return self.dir / "workspace" if (self.dir / "workspace").is_dir() else self.dir / "seed"
 
     @property
     def check_dir(self) -> Path:
@@ -86,9 +91,25 @@ def load_tasks(names: list[str] | None = None, root: Path = TASKS_DIR) -> list[T
         folder = root / name
         if not (folder / "task.json").is_file():
             raise SystemExit(f"no task {name!r} under {root} (known: {', '.join(sorted(p.name for p in root.iterdir()))})")
-        meta = json.loads((folder / "task.json").read_text())
-        tasks.append(Task(name, folder, meta["id"], meta["kind"], meta["title"], meta["goal"], meta["test_command"]))
+        tasks.append(task_from(folder, name))
     return tasks
+
+
+def task_from(folder: Path, name: str | None = None) -> Task:
+    """One task folder of either layout (this bench's, or exercism_tasks.py's)."""
+    meta = json.loads((folder / "task.json").read_text())
+    test = meta.get("test_command") or meta["test"]
+    return Task(name or folder.name, folder, meta.get("id", "T-001"), meta["kind"], meta.get("title", meta["kind"]),
+                meta["goal"], test, tuple(meta.get("pristine_tests") or ()))
+
+
+def exercism_tasks(root: Path, count: int) -> list[Task]:
+    """`count` exercises of `root` spread evenly over its sorted names (all when count <= 0), so a
+    sample is fixed by the folder alone and never picked by hand."""
+    names = sorted(p.name for p in root.iterdir() if (p / "task.json").is_file())
+    if 0 < count < len(names):
+        names = [names[i * len(names) // count] for i in range(count)]
+    return [task_from(root / n, "ex-" + n) for n in names]
 
 
 def server_module() -> Any:
@@ -167,7 +188,10 @@ class CheckResult:
 
 
 def run_check(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
-    """The behavioural test against `ws`: unittest over `check/check_*.py`, workspace on the import path."""
+    """The behavioural test against `ws`: unittest over `check/check_*.py`, workspace on the import path;
+    for a task without `check/`, its own test line with its pristine tests unchanged."""
+    if not task.check_dir.is_dir():
+        return run_test_line(task, ws, timeout)
     argv = [sys.executable, "-m", "unittest", "discover", "-s", str(task.check_dir), "-t", str(task.check_dir),
             "-p", "check_*.py"]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
@@ -176,6 +200,24 @@ def run_check(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
     try:
         proc = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
                               check=False)
+    except subprocess.TimeoutExpired:
+        return CheckResult(False, f"timed out after {timeout:.0f}s", "")
+    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    last = [line for line in out.strip().splitlines() if line.strip()]
+    return CheckResult(proc.returncode == 0, last[-1] if last else f"exit {proc.returncode}", out[-4000:])
+
+
+def run_test_line(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
+    """The task's test line in `ws`, failed outright when a pristine test file was changed."""
+    changed = [rel for rel in task.pristine_tests
+               if not (ws / rel).is_file() or (ws / rel).read_bytes() != (task.workspace / rel).read_bytes()]
+    if changed:
+        return CheckResult(False, f"test file changed: {', '.join(changed)}", "")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", task.test_command()], cwd=ws, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return CheckResult(False, f"timed out after {timeout:.0f}s", "")
     out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
@@ -362,16 +404,22 @@ def measure(ws: Path) -> dict[str, Any]:
     for v in validated:
         vias[str(v.get("via"))] = vias.get(str(v.get("via")), 0) + 1
     terminal = [e for e in events if e.get("event") not in ("builder.progress", "artifact.produced", "log")]
-    builder_tests = [((e.get("payload") or {}).get("tests") or {}).get("status") for e in events
-                     if e.get("event") == "builder.completed"]
+    built = [e.get("payload") or {} for e in events if e.get("event") == "builder.completed"]
+    builder_tests = [(b.get("tests") or {}).get("status") for b in built]
     return {
         "commands": len(commands), "commands_by_action": by_action,
         "review_rounds": by_action.get("review", 0), "spec_rounds": by_action.get("update_spec", 0),
         "events": [f"{e.get('event')}{'/' + str(e.get('status')) if e.get('status') else ''}" for e in terminal],
         "error_codes": [str((e.get("payload") or {}).get("code")) for e in events if e.get("event") == "error"],
         "builder_tests": builder_tests,
+        # the tests passed after the first implement's first answer: the agent's pass@1
+        "first_answer_passed": bool(built) and builder_tests[0] == "pass"
+        and int(built[0].get("rounds") or 1 + int(built[0].get("test_repairs") or 0)) == 1,
+        # replies the agent could not use at all (no valid answer, no usable file)
+        "malformed": sum(1 for a in audit if a.get("event") in ("answer_rejected", "reply_unusable")),
         "model_calls": len(calls), "model_errors": [c.get("error") for c in calls if c.get("outcome") == "error"],
         "tokens_in_max": max((int(c.get("tokens_in") or 0) for c in calls), default=0),
+        "tokens_in_total": sum(int(c.get("tokens_in") or 0) for c in calls),
         "tokens_out_total": sum(int(c.get("tokens_out") or 0) for c in calls),
         "model_seconds": round(sum(float(c.get("latency_ms") or 0) for c in calls) / 1000.0, 1),
         # answer validity: one "request" per answer the agent needed (validated, or failed for want of one)
@@ -398,15 +446,14 @@ def measure(ws: Path) -> dict[str, Any]:
 
 def scripted_replies(task: Task) -> dict[str, list[str]]:
     """Canned model replies that complete the task correctly: the builder answers with the solution
-    files, the reviewer approves, the spec maintainer records the change in Status and Changelog."""
-    files = [{"path": str(p.relative_to(task.solution)), "content": p.read_text()}
-             for p in sorted(task.solution.rglob("*")) if p.is_file()]
-    builder = {"summary": f"{task.title}: done", "files": files}
+    files as text, the reviewer approves, the spec maintainer records the change in Status and Changelog."""
+    files = "".join(f"{p.relative_to(task.solution)}\n```\n{p.read_text()}```\n\n"
+                    for p in sorted(task.solution.rglob("*")) if p.is_file())
     reviewer = {"status": "approved", "summary": "the change does what the goal asks", "findings": []}
     spec = {"status": "updated", "summary": f"recorded {task.id}",
             "section_edits": [{"section": "Status", "content": f"{task.title}: done ({task.id})."},
                               {"section": "Changelog", "content": f"- 0.1: first version.\n- 0.2: {task.title} ({task.id})."}]}
-    return {"builder": [json.dumps(builder)], "reviewer": [json.dumps(reviewer)],
+    return {"builder": [f"{task.title}: done.\n\n{files}"], "reviewer": [json.dumps(reviewer)],
             "spec_maintainer": [json.dumps(spec)], "orchestration": []}
 
 
@@ -453,5 +500,21 @@ def run_task(task: Task, spec: RunSpec, out: Path, *, lorch: Path, wall_cap: flo
         "seconds": run.seconds, **measure(ws), "workspace": str(ws), "lorch_log": str(run.log),
     }
     (out / "check.log").write_text(check.output)
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def run_alone(task: Task, base_url: str, model: str, label: str, out: Path) -> dict[str, Any]:
+    """The model alone (`model_alone.py`) on a fresh copy of the task's workspace, judged by the same check."""
+    import model_alone
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    ws = prepare_workspace(task, out / "ws")
+    got = model_alone.solve(task.goal, task.test_command(), ws, base_url, model)
+    check = run_check(task, ws)
+    result = {"task": task.name, "kind": task.kind, "model": label, "success": got["passed"] and check.passed,
+              "check_passed": check.passed, "check_summary": check.summary, **got, "workspace": str(ws)}
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
