@@ -60,7 +60,7 @@ def test_a_builder_without_a_valid_answer_writes_the_named_method_alone(spawn, w
     (workspace / "cart.py").write_text(CART)
     copy = json.dumps({"summary": "No changes needed.", "edits": [{"path": "cart.py", "old": "return sum(",
                                                                    "new": "return sum("}]})
-    agent = spawn("builder", replies=[copy, copy.replace("No", "Nothing"), copy.replace("No", "None"), METHOD])
+    agent = spawn("builder", "--answers", "json", replies=[copy, copy.replace("No", "Nothing"), copy.replace("No", "None"), METHOD])
     done = events(agent.run(make_command("implement", inputs={"goal": GOAL})), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "definition"
     assert done["payload"]["files"] == ["cart.py"] and "Added remove to cart.py" in done["payload"]["summary"]
@@ -99,7 +99,7 @@ def test_a_review_that_approves_without_the_named_method_requests_it(spawn, work
 def test_implement_changes_without_a_valid_answer_writes_the_named_method_alone(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "cart.py").write_text(CART)
     cut = '{"summary": "Added remove", "edits": [{"path": "cart.py", "old": "    def total(self'
-    agent = spawn("builder", replies=[cut, cut + "):", cut + "):\\n", METHOD])
+    agent = spawn("builder", "--answers", "json", replies=[cut, cut + "):", cut + "):\\n", METHOD])
     done = events(agent.run(make_command("implement_changes", inputs={"goal": GOAL})), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "definition"
     assert "    def remove(self, name, quantity=1):" in (workspace / "cart.py").read_text()

@@ -32,11 +32,11 @@ def test_demo_runs_the_whole_loop_offline(tmp_path: Path) -> None:
     for r in (ws / "receipts").rglob("*-[0-9]*.json"):
         assert not schema_errors("receipt.schema.json", json.loads(r.read_text())), r
     plan_runs = list((ws / "logs" / "luallm-agent" / "plans").glob("*.json"))
-    assert len(plan_runs) >= 2  # the builder's and the reviewer's Lua plans were recorded
+    assert len(plan_runs) >= 1  # the reviewer's Lua plan was recorded (the builder writes files as text)
     audit = [json.loads(line) for line in (ws / "logs" / "luallm-agent" / "audit.jsonl").read_text().splitlines()]
     stages = {(e["task_id"].split("-")[0], e["stage"]) for e in audit if e["event"] == "progress"}
     # Each role reports its major steps (the builder also as builder.progress events on stdout).
-    assert {("intake", "planning"), ("T", "planning"), ("T", "testing"), ("T", "reviewing"),
+    assert {("intake", "planning"), ("T", "implementing"), ("T", "testing"), ("T", "reviewing"),
             ("T", "updating_spec")} <= stages
 
 

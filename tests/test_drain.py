@@ -21,7 +21,7 @@ TASKS = ["T-1", "T-2", "T-3"]
 
 
 def _answer(i: int) -> str:
-    return json.dumps({"summary": f"wrote f{i}", "files": [{"path": f"f{i}.txt", "content": f"{i}\n"}]})
+    return f"f{i}.txt\n```\n{i}\n```\n"
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def test_a_bug_the_examples_define_is_fixed_by_asking_for_the_function_alone(spa
                                                                           tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "temp.py").write_text(BUGGY)
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
     out = agent.run(make_command("implement", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
@@ -69,7 +69,7 @@ def test_a_bug_the_examples_define_is_fixed_by_asking_for_the_function_alone(spa
 def test_when_no_candidate_holds_the_usual_answer_is_asked_for(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "temp.py").write_text(BUGGY)
     prose = "The function looks right to me."
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", "--example-tries", "2",
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", "--example-tries", "2",
                   replies=[WRONG, prose, QUOTED_BACK])
     out = agent.run(make_command("implement", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
@@ -90,7 +90,7 @@ def test_a_new_function_whose_examples_fail_after_the_answer_is_asked_for_alone(
     raising = ("```python\ndef mean(values):\n    # empty: ValueError\n    if not values:\n"
                "        raise ValueError('mean of nothing')\n    return sum(values) / len(values)\n```")
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[answer, raising])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", replies=[answer, raising])
     done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
     assert done["payload"]["answer_via"] == "json" and done["payload"]["rewritten_for_examples"] == ["mean"]
     assert done["payload"]["goal_examples"] == {"held": 2, "of": 2, "failed": []}
@@ -105,7 +105,7 @@ def test_without_a_valid_answer_to_the_review_the_function_alone_still_does_it(s
     # run Y of the 1.5B: three invalid answers, then invalid_model_response, the task lost
     (workspace / "temp.py").write_text(BUGGY)
     bad = json.dumps({"summary": "x", "files": ["temp.py"]})
-    agent = spawn("builder", "--test-command", "true", "--max-repairs", "1", replies=[bad, bad, RIGHT])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--max-repairs", "1", replies=[bad, bad, RIGHT])
     out = agent.run(make_command("implement_changes", inputs=GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "examples"
@@ -118,7 +118,7 @@ def test_a_candidate_that_breaks_on_import_or_raises_is_judged_wrong_and_not_wri
     (workspace / "temp.py").write_text(BUGGY)
     raises = "```python\ndef f_to_c(f):\n    raise SystemExit(0)\n```"
     imports = "```python\nimport no_such_module_here\n\ndef f_to_c(f):\n    return (f - 32) * 5 / 9\n```"
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[raises, imports, RIGHT])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", replies=[raises, imports, RIGHT])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
     text = (workspace / "temp.py").read_text()
@@ -127,7 +127,7 @@ def test_a_candidate_that_breaks_on_import_or_raises_is_judged_wrong_and_not_wri
 
 def test_examples_tries_zero_turns_it_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "temp.py").write_text(BUGGY)
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", "--example-tries", "0",
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", "--example-tries", "0",
                   replies=[QUOTED_BACK])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert "rewritten_for_examples" not in done["payload"] and done["payload"]["goal_examples"]["held"] == 0
@@ -157,7 +157,7 @@ def test_a_new_module_the_examples_define_is_written_function_by_function(spawn,
               "    n = len(s)\n    return s[n // 2] if n % 2 else mean(s[n // 2 - 1:n // 2 + 1])\n```")
     rec = tmp_path / "rec.jsonl"
     # each function that holds is asked for once more and the two compared on inputs near the examples'
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true",
                   replies=[mean, mean, median_wrong, median, median])
     out = agent.run(make_command("implement", inputs=goal))
     done = events(out, "builder.completed")[-1]
@@ -185,7 +185,7 @@ def test_a_goal_that_calls_more_than_its_examples_or_names_no_new_file_gets_the_
     for n, goal in enumerate(("Create fizz.py with fizz(n) and buzz(n); fizz(3) == 'Fizz'.",  # buzz: no example
                               "Write fizz(n); fizz(3) == 'Fizz'.")):  # no file named
         (workspace / "fizz.py").unlink(missing_ok=True)
-        agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[answer])
+        agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", replies=[answer])
         done = events(agent.run(make_command("implement", task_id=f"T-{n}", inputs={"goal": goal})),
                       "builder.completed")[-1]
         assert done["payload"]["answer_via"] == "json", goal
@@ -195,7 +195,7 @@ def test_a_one_line_function_is_asked_for_by_its_signature(spawn, workspace: Pat
     # the 0.5B's stats.py: `def mean(values): return ...` on one line, asked for as "Write `` ..."
     (workspace / "temp.py").write_text("def f_to_c(f): return f - 32 * 5 / 9\n")
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert done["payload"]["rewritten_for_examples"] == ["f_to_c"]
     asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
@@ -225,7 +225,7 @@ def test_of_two_versions_that_hold_the_one_returning_more_of_the_goals_strings_w
     # example, held; in runs AH and gram3 two of three candidates shared that slip and outvoted the right one
     for n, replies in enumerate(([FIZZ_SLIP, FIZZ_RIGHT, FIZZ_SLIP], [FIZZ_RIGHT, FIZZ_SLIP, FIZZ_SLIP])):
         (workspace / "fizz.py").unlink(missing_ok=True)
-        agent = spawn("builder", "--test-command", "true", replies=replies)
+        agent = spawn("builder", "--answers", "json", "--test-command", "true", replies=replies)
         out = agent.run(make_command("implement", task_id=f"T-{n}", inputs=FIZZ_GOAL))
         done = events(out, "builder.completed")[-1]
         assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 2
@@ -239,7 +239,7 @@ def test_of_two_versions_that_hold_the_one_returning_more_of_the_goals_strings_w
 
 def test_two_versions_that_differ_but_return_as_many_of_the_goals_strings_are_decided_by_a_third(
         spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_REVERSED, FIZZ_RIGHT, FIZZ_RIGHT])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", replies=[FIZZ_REVERSED, FIZZ_RIGHT, FIZZ_RIGHT])
     out = agent.run(make_command("implement", inputs=FIZZ_GOAL))
     done = events(out, "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 3 and "[::-1]" not in (workspace / "fizz.py").read_text()
@@ -247,7 +247,7 @@ def test_two_versions_that_differ_but_return_as_many_of_the_goals_strings_are_de
 
 
 def test_two_versions_that_agree_near_the_examples_settle_it_at_once(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_RIGHT, FIZZ_RIGHT.replace("# both first", "# 15")])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", replies=[FIZZ_RIGHT, FIZZ_RIGHT.replace("# both first", "# 15")])
     done = events(agent.run(make_command("implement", inputs=FIZZ_GOAL)), "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 2 and "# both first" in (workspace / "fizz.py").read_text()
 
@@ -267,7 +267,7 @@ def test_a_long_function_is_shown_whole_to_the_first_candidate_only(spawn, works
     body = "".join(f"    step{i} = {i}\n" for i in range(16))
     (workspace / "temp.py").write_text(f"def f_to_c(f):\n{body}    return f - 32 * 5 / 9\n")
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", replies=[WRONG, RIGHT])
     events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")
     asked = [r["request"]["messages"][1]["content"] for r in _rows(rec)]
     assert "Module temp.py, as it is now:" in asked[0] and "step15 = 15" in asked[0]
@@ -283,7 +283,7 @@ def test_versions_that_never_return_a_string_the_goal_quotes_are_asked_again_wit
     # Qwen2.5-Coder-0.5B under real lorch (run gram4): both versions returned "Fizz" and "Buzz", never
     # "FizzBuzz" (not even for fizz(15)), agreed with each other, and were written
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--test-command", "true", "--record", str(rec),
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--record", str(rec),
                   replies=[FIZZ_SLIP, FIZZ_SLIP, FIZZ_RIGHT, FIZZ_RIGHT])
     out = agent.run(make_command("implement", inputs=QUOTED_FIZZ_GOAL))
     done = events(out, "builder.completed")[-1]
@@ -295,7 +295,7 @@ def test_versions_that_never_return_a_string_the_goal_quotes_are_asked_again_wit
 
 
 def test_when_no_version_returns_every_quoted_string_one_that_holds_is_still_written(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--test-command", "true", replies=[FIZZ_SLIP] * 5)
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", replies=[FIZZ_SLIP] * 5)
     done = events(agent.run(make_command("implement", inputs=QUOTED_FIZZ_GOAL)), "builder.completed")[-1]
     assert done["payload"]["rewritten_for_examples"] == ["fizz"] and done["payload"]["usage"]["calls"] == 3
     assert "'Fizz' if i % 3" in (workspace / "fizz.py").read_text()

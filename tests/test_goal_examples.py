@@ -41,7 +41,7 @@ def test_a_change_whose_examples_fail_is_repaired_with_what_they_returned(spawn,
     right = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * (5 / 9)", "new": "(f - 32) * 5 / 9"}]})
     rec = tmp_path / "rec.jsonl"
     # --example-tries 0: the repair's own message is under test here (test_example_fix.py: the function alone)
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", "--example-tries", "0",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", "--example-tries", "0",
                   replies=[still, right])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
@@ -61,7 +61,7 @@ def test_a_change_that_does_nothing_is_shown_its_examples_and_failures_are_repor
                                                      "new": "def f_to_c(f):\n    return f - 32 * 5 / 9\n"}]})
     other = json.dumps({"summary": "done", "edits": [{"path": "temp.py", "old": "f - 32 * 5 / 9", "new": "f - 31 * 5 / 9"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", "--test-repairs", "0",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", "--test-repairs", "0",
                   "--example-tries", "0", replies=[same, other])
     done = events(agent.run(make_command("implement", inputs=GOAL)), "builder.completed")[-1]
     assert "The goal's own examples, run on this code:\n- f_to_c(212) returned 194.22222222222223" in _requests(rec)[1]
@@ -73,33 +73,26 @@ def test_a_change_that_does_nothing_is_shown_its_examples_and_failures_are_repor
 
 def test_an_example_of_a_function_no_module_defines_says_so(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     new = json.dumps({"summary": "fizz", "files": [{"path": "fizz.py", "content": "def fizz(n):\n    return str(n)\n"}]})
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[new])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", replies=[new])
     done = events(agent.run(make_command("implement", inputs={"goal": "fizzbuzz(3) == 'Fizz'"})), "builder.completed")[-1]
     assert done["payload"]["goal_examples"]["failed"] == [
         {"call": "fizzbuzz(3)", "expected": "'Fizz'", "held": False,
          "got": "no module of the project defines fizzbuzz at top level (or several do, none of them named in the goal)"}]
 
 
-def test_the_reviewer_sees_the_examples_and_cannot_approve_while_one_fails(spawn, workspace: Path,
-                                                                          tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-1.5B under real lorch approved a fahrenheit_to_celsius still returning 194.22 for 212
+def test_the_reviewer_sees_the_examples_but_they_never_overrule_its_verdict(spawn, workspace: Path,
+                                                                         tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Examples read out of a goal's prose may describe the bug rather than the fix ("returns X and
+    # loses host"): they guide the prompt, the reviewer's verdict stands.
     (workspace / "temp.py").write_text(BUGGY)
     approve = json.dumps({"status": "approved", "summary": "looks right", "findings": []})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("reviewer", "--record", str(rec), "--test-command", "true", replies=[approve, approve])
+    agent = spawn("reviewer", "--record", str(rec), "--test-command", "true", replies=[approve])
     done = events(agent.run(make_command("review", inputs=GOAL)), "review.completed")[-1]
-    assert done["status"] == "changes_requested"
-    assert done["payload"]["findings"] == [
-        {"path": "temp.py", "line": 1, "comment": "the goal's example f_to_c(212) gives 194.22222222222223; the goal says 100.0"},
-        {"path": "temp.py", "line": 1, "comment": "the goal's example f_to_c(32) gives 14.222222222222221; the goal says 0.0"}]
-    review = json.loads((workspace / "reviews" / "T-0001.json").read_text())
-    assert review["status"] == "changes_requested" and len(review["findings"]) == 2
+    assert done["status"] == "approved" and done["payload"]["findings"] == []
+    assert json.loads((workspace / "reviews" / "T-0001.json").read_text())["status"] == "approved"
     prompt = _requests(rec)[0]
     assert "## The goal's own examples, run on the code now by the agent\n- f_to_c(212): returned 194.22" in prompt
-    (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
-    done = events(agent.run(make_command("review", inputs=GOAL)), "review.completed")[-1]
-    assert done["status"] == "approved"
-    assert "- f_to_c(212): holds\n- f_to_c(32): holds" in _requests(rec)[1]
 
 
 def test_the_first_prompt_shows_what_the_code_returns_today_for_the_goals_examples(spawn, workspace: Path,
@@ -107,7 +100,7 @@ def test_the_first_prompt_shows_what_the_code_returns_today_for_the_goals_exampl
     (workspace / "temp.py").write_text(BUGGY)
     right = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * 5 / 9", "new": "(f - 32) * 5 / 9"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", "true", replies=[right])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", "true", replies=[right])
     goal = {"goal": GOAL["goal"] + " Also add fizz(n); fizz(3) == 'Fizz'."}
     done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
     first = _requests(rec)[0]
@@ -122,7 +115,7 @@ def test_of_several_modules_defining_it_the_one_the_goal_names_runs_the_example(
     # the 1.5B under real lorch: mean merged into mathutil.py as well as written to stats.py
     (workspace / "mathutil.py").write_text("def mean(v):\n    return 0\n")
     new = json.dumps({"summary": "stats", "files": [{"path": "stats.py", "content": "def mean(v):\n    return sum(v) / len(v)\n"}]})
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", replies=[new])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", replies=[new])
     goal = {"goal": "Create stats.py with mean(values); mean([1, 2, 3, 4]) == 2.5."}
     done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
     assert done["payload"]["goal_examples"] == {"held": 1, "of": 1, "failed": []}
@@ -142,7 +135,7 @@ def test_an_example_that_must_raise_holds_only_for_that_exception_or_a_subclass(
                                         "def pick(v):\n    return v[0]\n")
     goal = {"goal": "In stats.py: mean([]) raises ValueError. first([]) raises LookupError. pick([]) raises KeyError. "
                     "mean([2, 4]) == 3."}
-    agent = spawn("builder", "--test-command", "true", "--test-repairs", "0", "--example-tries", "0",
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--test-repairs", "0", "--example-tries", "0",
                   replies=[json.dumps({"summary": "none", "no_changes_reason": "fine as it is"})])
     done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
     report = done["payload"]["goal_examples"]

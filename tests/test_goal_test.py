@@ -47,7 +47,7 @@ def test_the_goal_test_is_asked_before_the_code_catches_the_slip_and_is_kept(spa
                                                                              tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", PYTEST, "--add-tests", "goal",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", PYTEST, "--add-tests", "goal",
                   replies=[_test("tests/test_remove.py", GOAL_TEST), _code(SLIP), _code(RIGHT)])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
@@ -70,7 +70,7 @@ def test_a_goal_test_that_stays_wrong_is_taken_out_and_the_change_stands(spawn, 
     wrong = OLD_TEST + "\n\ndef test_remove():\n    c = Cart()\n    c.add('a', 2)\n    c.remove('a', 2)\n" \
                        "    assert c.items == {'a': 0}\n"
     edit = json.dumps({"summary": "t", "edits": [{"path": "tests/test_cart.py", "old": OLD_TEST, "new": wrong}]})
-    agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal",
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--add-tests", "goal",
                   replies=[edit, _code(RIGHT), _code(RIGHT), _code(RIGHT)])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
@@ -86,7 +86,7 @@ def test_a_goal_test_that_stays_wrong_is_taken_out_and_the_change_stands(spawn, 
 def test_a_new_goal_test_file_that_fails_is_removed(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
     wrong = GOAL_TEST.replace("'a' not in c.items", "c.items == {'a': 0}")
-    agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal", "--test-repairs", "0",
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--add-tests", "goal", "--test-repairs", "0",
                   replies=[_test("tests/test_remove.py", wrong), _code(RIGHT)])
     done = events(agent.run(make_command("implement", inputs={"goal": GOAL})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["goal_test"]["status"] == "taken_out"
@@ -99,7 +99,7 @@ def test_a_wrong_test_that_came_with_right_code_is_taken_out_by_default(spawn, w
     wrong = GOAL_TEST.replace("c.remove('a', 2)", "c.remove('a', 1)")
     both = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": CART + "\n" + RIGHT},
                                                       {"path": "tests/test_remove.py", "content": wrong}]})
-    agent = spawn("builder", "--test-command", PYTEST, replies=[both, both, both])
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, replies=[both, both, both])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
@@ -115,7 +115,7 @@ def test_when_the_old_tests_fail_too_the_whole_change_is_withdrawn_if_they_passe
     both = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": broken},
                                                       {"path": "tests/test_remove.py", "content": GOAL_TEST},
                                                       {"path": "tests/test_cart.py", "content": OLD_TEST + "\n"}]})
-    agent = spawn("builder", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
     out = agent.run(make_command("implement_changes", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["tests"]["status"] == "pass"
@@ -136,7 +136,7 @@ def test_when_the_tests_failed_before_the_change_too_the_failure_stands_as_writt
     broken = CART.replace("self.items.get(name, 0) + n", "n + 1") + "\n" + RIGHT
     both = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": broken},
                                                       {"path": "tests/test_remove.py", "content": GOAL_TEST}]})
-    agent = spawn("builder", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--test-repairs", "0", replies=[both])
     done = events(agent.run(make_command("implement", inputs={"goal": GOAL})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "fail"
     assert "tests_taken_out" not in done["payload"] and "changes_reverted" not in done["payload"]
@@ -151,7 +151,7 @@ def test_the_goal_test_cannot_change_code_and_runs_beside_a_test_the_change_brou
     own_test = GOAL_TEST.replace("c.remove('a', 2)", "c.remove('a', 1)").replace("'a' not in c.items", "c.items == {'a': 1}")
     own = json.dumps({"summary": "remove", "files": [{"path": "cart.py", "content": CART + "\n" + SLIP},
                                                      {"path": "tests/test_own.py", "content": own_test}]})
-    agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal",
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--add-tests", "goal",
                   replies=[sneaky, _test("tests/test_remove.py", GOAL_TEST), own, _code(RIGHT)])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}))
     done = events(out, "builder.completed")[-1]
@@ -162,7 +162,7 @@ def test_the_goal_test_cannot_change_code_and_runs_beside_a_test_the_change_brou
     assert (workspace / "tests" / "test_own.py").read_text() == own_test
     assert "x = 1" not in (workspace / "cart.py").read_text()
     nothing = json.dumps({"summary": "n", "no_changes_reason": "nothing to do"})
-    agent = spawn("builder", "--test-command", PYTEST, "--add-tests", "goal",
+    agent = spawn("builder", "--answers", "json", "--test-command", PYTEST, "--add-tests", "goal",
                   replies=[_test("tests/test_x.py", GOAL_TEST), nothing])
     out = agent.run(make_command("implement", inputs={"goal": GOAL}, task_id="T-0002"))
     assert any(e.get("message") == "goal test not used: the change wrote no code" for e in out)
@@ -171,6 +171,6 @@ def test_the_goal_test_cannot_change_code_and_runs_beside_a_test_the_change_brou
 
 def test_no_goal_test_for_implement_changes_or_without_project_tests(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "cart.py").write_text(CART)
-    agent = spawn("builder", "--test-command", "true", "--add-tests", "goal", replies=[_code(RIGHT)])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--add-tests", "goal", replies=[_code(RIGHT)])
     done = events(agent.run(make_command("implement", inputs={"goal": GOAL})), "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 1 and "goal_test" not in done["payload"]

@@ -30,7 +30,7 @@ def _recorded(path: Path) -> list[dict]:  # type: ignore[type-arg]
 
 def test_review_loop_ends_after_max_rounds_across_a_restart(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text(CALC)
-    builder = spawn("builder", replies=[builder_answer(i) for i in range(FOREVER)])
+    builder = spawn("builder", "--answers", "plan", replies=[builder_answer(i) for i in range(FOREVER)])
     insist = json.dumps({"status": "changes_requested", "summary": "still not exported",
                          "findings": [{"path": "calc.py", "line": 1, "comment": "export subtract in __all__"}]})
     recording = tmp_path / "reviewer-requests.jsonl"
@@ -63,7 +63,7 @@ def test_review_loop_ends_after_max_rounds_across_a_restart(spawn, workspace: Pa
 def test_spec_loop_ends_after_max_spec_rounds(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text(CALC)
     (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nadd and subtract\n\n## Status\nadd only\n")
-    builder = spawn("builder", replies=[builder_answer(i) for i in range(FOREVER)])
+    builder = spawn("builder", "--answers", "plan", replies=[builder_answer(i) for i in range(FOREVER)])
     insist = json.dumps({"status": "changes_requested", "summary": "subtract is missing",
                          "required_changes": ["implement subtract(a, b)"]})
     spec = spawn("spec_maintainer", "--max-spec-rounds", "2", replies=[insist] * FOREVER)

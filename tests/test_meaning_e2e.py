@@ -46,7 +46,7 @@ def test_builder_sees_the_spec_the_files_under_review_and_never_the_bookkeeping(
     fix = json.dumps({"summary": "op5 returns 55",
                       "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[fix])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[fix])
     done = events(agent.run(make_command("implement_changes", inputs={"goal": "make op5 right"})),
                   "builder.completed")[-1]
     assert done["payload"]["files"] == ["stack.py"] and done["status"] == "success"
@@ -71,7 +71,7 @@ def test_files_as_plain_strings_get_the_expected_shape_then_edits_fix_it(spawn, 
     fix = json.dumps({"summary": "op5 returns 55",
                       "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[listing_echo, fix])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[listing_echo, fix])
     done = events(agent.run(make_command("implement", inputs={"goal": "make op5 in stack.py return 55"})),
                   "builder.completed")[-1]
     assert done["payload"]["files"] == ["stack.py"]
@@ -90,7 +90,7 @@ def test_a_test_file_emptied_is_sent_back_and_the_file_survives(spawn, workspace
     fix = json.dumps({"summary": "op5 returns 55",
                       "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[stub, fix])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[stub, fix])
     agent.run(make_command("implement", inputs={"goal": "op5 returns 55"}))
     text = (workspace / "stack.py").read_text()
     assert text.count("def op") == 6 and "return 55" in text
@@ -105,7 +105,7 @@ def test_implement_without_any_change_must_say_why(spawn, workspace: Path, tmp_p
     nothing = json.dumps({"summary": "done"})
     why = json.dumps({"summary": "done", "no_changes_reason": "op5 already returns what the spec asks"})
     rec = tmp_path / "rec.jsonl"
-    done = events(spawn("builder", "--record", str(rec), replies=[nothing, why]).run(make_command("implement")),
+    done = events(spawn("builder", "--answers", "json", "--record", str(rec), replies=[nothing, why]).run(make_command("implement")),
                   "builder.completed")[-1]
     assert done["payload"]["no_changes_reason"].startswith("op5 already") and done["payload"]["files"] == []
     assert "implement needs at least one change" in _requests(rec)[1][-1]["content"]
@@ -119,7 +119,7 @@ def test_an_edit_that_does_not_match_gets_the_exact_reason(spawn, workspace: Pat
     fix = json.dumps({"summary": "op5 returns 55",
                       "edits": [{"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"}]})
     rec = tmp_path / "rec.jsonl"
-    spawn("builder", "--record", str(rec), replies=[wrong, fix]).run(make_command("implement"))
+    spawn("builder", "--answers", "json", "--record", str(rec), replies=[wrong, fix]).run(make_command("implement"))
     repair = _requests(rec)[1][-1]["content"]
     assert "edits[0]: the old text is not in stack.py; its first line ('def op5(self):') is at line 17" in repair
 
@@ -129,7 +129,7 @@ def test_an_edit_copied_loosely_lands_on_its_block_and_says_so(spawn, workspace:
     loose = json.dumps({"summary": "op5 returns 55",  # wrong indentation and spacing: the same lines otherwise
                         "edits": [{"path": "stack.py", "old": "  def op5(self):\n    return 5", "new":
                                    "  def op5(self):\n    return 55"}]})
-    agent = spawn("builder", replies=[loose])
+    agent = spawn("builder", "--answers", "json", replies=[loose])
     out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
@@ -144,7 +144,7 @@ def test_a_whole_file_answer_holding_one_method_is_merged_into_its_class(spawn, 
     # Qwen2.5-Coder-0.5B under real lorch: "the whole file" was the one method it changed
     part = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                "content": "def op5(self):\n    return 55\n"}]})
-    out = spawn("builder", replies=[part]).run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
+    out = spawn("builder", "--answers", "json", replies=[part]).run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
     assert (workspace / "stack.py").read_text() == STACK.replace("return 5\n", "return 55\n")
@@ -160,7 +160,7 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[copied, whole])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[copied, whole])
     out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
@@ -188,7 +188,7 @@ def test_the_same_failing_prose_edit_twice_is_dropped_and_the_code_kept(spawn, w
         {"path": "stack.py", "old": "        return 5\n", "new": "        return 55\n"},
         {"path": "PLAN.md", "old": "n/a", "new": "- [x] op5 returns 55\n"}]})
     rec = tmp_path / "rec.jsonl"
-    out = spawn("builder", "--record", str(rec), replies=[both, both]).run(
+    out = spawn("builder", "--answers", "json", "--record", str(rec), replies=[both, both]).run(
         make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["stack.py"]
@@ -206,7 +206,7 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), replies=[wrong, wrong, whole])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[wrong, wrong, whole])
     done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
@@ -247,7 +247,7 @@ def test_implement_changes_without_an_applicable_answer_keeps_passing_code_and_s
     nowhere = json.dumps({"summary": "x", "edits": [{"path": "calc.py", "old": "return the sum as the goal says",
                                                       "new": "return a + b"}]})
     test_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider"
-    out = spawn("builder", "--test-command", test_cmd, replies=[nowhere] * 3).run(
+    out = spawn("builder", "--answers", "json", "--test-command", test_cmd, replies=[nowhere] * 3).run(
         make_command("implement_changes", inputs={"goal": "add adds"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == []
@@ -256,7 +256,7 @@ def test_implement_changes_without_an_applicable_answer_keeps_passing_code_and_s
     assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     # ... but code whose tests fail is no code to keep: the failure stands
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    out = spawn("builder", "--test-command", test_cmd, replies=[nowhere] * 3).run(
+    out = spawn("builder", "--answers", "json", "--test-command", test_cmd, replies=[nowhere] * 3).run(
         make_command("implement_changes", inputs={"goal": "add adds"}, task_id="T-0002"))
     assert not events(out, "builder.completed") or events(out, "builder.completed")[-1]["status"] != "success"
     assert any(m.get("event") == "error" or m.get("status") == "failed" for m in out if m.get("kind") == "event")
@@ -270,7 +270,7 @@ def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace
     wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b + 1"}]})
     right = json.dumps({"summary": "add adds", "edits": [{"path": "calc.py", "old": "a * b + 1", "new": "a + b"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
                   replies=[wrong, right])
     done = events(agent.run(make_command("implement", inputs={"goal": "fix add in calc.py"})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
@@ -296,7 +296,7 @@ def test_a_change_without_a_test_gets_one_asked_for_and_the_test_drives_the_fix(
     fix = json.dumps({"summary": "FizzBuzz first", "edits": [{"path": "fizz.py", "old": "return 'Fizz' if",
                                                                "new": "return 'FizzBuzz' if n % 15 == 0 else 'Fizz' if"}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
                   "--add-tests", "auto", replies=[slip, sneaky, test, fix])
     done = events(agent.run(make_command("implement", inputs={"goal": "fizz(n) in fizz.py"})), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
@@ -315,7 +315,7 @@ def test_a_test_answer_that_also_rewrites_the_code_keeps_only_its_test(spawn, wo
     both = json.dumps({"summary": "t", "files": [{"path": "b.py", "content": "B = 2\n"},
                                                   {"path": "tests/test_b.py", "content": "from b import B\n\n\n"
                                                    "def test_b():\n    assert B == 1\n"}]})
-    agent = spawn("builder", "--test-command", "true", "--add-tests", "auto", replies=[code, both, both, both])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--add-tests", "auto", replies=[code, both, both, both])
     out = agent.run(make_command("implement"))
     done = events(out, "builder.completed")[-1]
     assert sorted(done["payload"]["files"]) == ["b.py", "tests/test_b.py"]
@@ -328,7 +328,7 @@ def test_a_change_that_brings_its_own_test_is_not_asked_again(spawn, workspace: 
     (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
     both = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"},
                                                   {"path": "tests/test_b.py", "content": "def test_b():\n    pass\n"}]})
-    agent = spawn("builder", "--test-command", "true", "--add-tests", "auto", replies=[both])
+    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--add-tests", "auto", replies=[both])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["tests"]["status"] == "pass"
 
@@ -337,7 +337,7 @@ def test_no_test_is_asked_for_by_default(spawn, workspace: Path) -> None:  # typ
     (workspace / "tests").mkdir()
     (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
     code = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"}]})
-    done = events(spawn("builder", "--test-command", "true", replies=[code]).run(make_command("implement")),
+    done = events(spawn("builder", "--answers", "json", "--test-command", "true", replies=[code]).run(make_command("implement")),
                   "builder.completed")[-1]
     assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["files"] == ["b.py"]
 
@@ -345,7 +345,7 @@ def test_no_test_is_asked_for_by_default(spawn, workspace: Path) -> None:  # typ
 def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b"}]})
-    agent = spawn("builder", "--test-command", "false", "--test-repairs", "0", replies=[wrong])
+    agent = spawn("builder", "--answers", "json", "--test-command", "false", "--test-repairs", "0", replies=[wrong])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["tests"]["status"] == "fail" and "test_repairs" not in done["payload"]
     assert done["payload"]["usage"]["calls"] == 1
@@ -360,7 +360,7 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     fix = json.dumps({"summary": "fixed", "edits": [{"path": "temp.py", "old": "f - 32 * 5", "new": "(f - 32) * 5"}]})
     rec = tmp_path / "rec.jsonl"
     goal = {"goal": "Fix f_to_c in temp.py: f_to_c(212) must return 100.0"}
-    done = events(spawn("builder", "--record", str(rec), replies=[same, fix]).run(make_command("implement", inputs=goal)),
+    done = events(spawn("builder", "--answers", "json", "--record", str(rec), replies=[same, fix]).run(make_command("implement", inputs=goal)),
                   "builder.completed")[-1]
     assert done["status"] == "success" and "(f - 32) * 5 / 9" in (workspace / "temp.py").read_text()
     repair = _requests(rec)[1][-1]["content"]
@@ -371,7 +371,7 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     assert "The goal names this code, as it is now:\n```\ntemp.py line 1:\ndef f_to_c(f):" in repair
     assert "return f - 32 * 5 / 9\n```\nWork out step by step what it returns" in repair
     (workspace / "temp.py").write_text(src)  # a goal about docstrings may change nothing else
-    agent = spawn("builder", replies=[same])
+    agent = spawn("builder", "--answers", "json", replies=[same])
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and '"""' not in (workspace / "temp.py").read_text()

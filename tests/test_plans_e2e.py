@@ -18,7 +18,7 @@ def test_builder_plan_writes_through_tools(spawn, workspace: Path) -> None:  # t
   tools.progress("wrote hello")
   return {summary = "wrote " .. r.path}
 end''')
-    got = spawn("builder", replies=[plan]).run(make_command("implement"))
+    got = spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement"))
     done = events(got, "builder.completed")[-1]
     assert (workspace / "src/hello.txt").read_text() == "hello T-0001"
     assert done["payload"]["answer_via"] == "lua" and done["payload"]["files"] == ["src/hello.txt"]
@@ -69,7 +69,7 @@ end''')
 def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type: ignore[no-untyped-def]
     bad = lua("function run(context)\n  return {summary = undefined_helper()}\nend")
     good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
-    agent = spawn("builder", replies=[bad, good])
+    agent = spawn("builder", "--answers", "plan", replies=[bad, good])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["summary"] == "fixed"
     audit = Path(agent.proc.args[agent.proc.args.index("--workspace") + 1]) / "logs/luallm-agent/audit.jsonl"
@@ -80,7 +80,7 @@ def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type:
 def test_hostile_plans_are_contained_and_heartbeats_stay_on_time(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     spin = lua("function run(context)\n  while true do pcall(function() while true do end end) end\nend")
     escape = lua('function run(context)\n  return {summary = os.execute("id")}\nend')
-    agent = spawn("builder", "--plan-wall-s", "1.5", "--max-repairs", "0", replies=[spin, escape, json.dumps({"summary": "ok", "no_changes_reason": "nothing to do"})])
+    agent = spawn("builder", "--answers", "plan", "--plan-wall-s", "1.5", "--max-repairs", "0", replies=[spin, escape, json.dumps({"summary": "ok", "no_changes_reason": "nothing to do"})])
     agent.send(make_command("implement", task_id="T-spin"))
     got = agent.until(lambda m: m.get("event") == "builder.completed", timeout=30)
     code = events(got, "error")[-1]["payload"]["code"]
@@ -98,7 +98,7 @@ def test_hostile_plans_are_contained_and_heartbeats_stay_on_time(spawn, workspac
 
 def test_heartbeat_gaps_while_a_plan_spins(spawn) -> None:  # type: ignore[no-untyped-def]
     spin = lua("function run(context)\n  local x = 0\n  while true do x = x + 1 end\nend")
-    agent = spawn("builder", "--plan-wall-s", "3", "--max-repairs", "0", replies=[spin])
+    agent = spawn("builder", "--answers", "plan", "--plan-wall-s", "3", "--max-repairs", "0", replies=[spin])
     agent.send(make_command("implement"))
     arrivals = []
     end = time.monotonic() + 30
@@ -132,7 +132,7 @@ def test_builder_plan_cannot_forge_a_receipt(spawn, workspace: Path) -> None:  #
   local w = tools.write("receipts/T-0001/.index/forged.json", "[]")
   return {summary = "forge: " .. tostring(w.code), no_changes_reason = "only probing the sandbox"}
 end''')
-    done = events(spawn("builder", replies=[plan]).run(make_command("implement")), "builder.completed")[-1]
+    done = events(spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["summary"] == "forge: path_rejected"
     assert not (workspace / "receipts/T-0001/.index/forged.json").exists()
 
@@ -148,7 +148,7 @@ def test_builder_plan_write_and_edit_keep_file_modes(spawn, workspace: Path) -> 
   tools.write("fresh.sh", "#!/bin/sh\\n")
   return {summary = "done"}
 end''')
-    spawn("builder", replies=[plan]).run(make_command("implement"))
+    spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement"))
     assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho new\n"
     assert (workspace / "mod.py").read_text() == "X = 2\n"
     assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
@@ -164,7 +164,7 @@ def test_builder_plan_cannot_write_a_secret_value(spawn, workspace: Path) -> Non
   local ok = tools.write("fine.txt", "no secret here")
   return {{summary = "write: " .. tostring(w.code) .. ", fine: " .. tostring(ok.path)}}
 end''')
-    done = events(spawn("builder", replies=[plan], env={"DEPLOY_TOKEN": secret}).run(make_command("implement")),
+    done = events(spawn("builder", "--answers", "plan", replies=[plan], env={"DEPLOY_TOKEN": secret}).run(make_command("implement")),
                   "builder.completed")[-1]
     assert done["payload"]["summary"] == "write: secret_in_artifact, fine: fine.txt"
     assert not (workspace / "leak.txt").exists() and (workspace / "fine.txt").read_text() == "no secret here"
@@ -177,7 +177,7 @@ def test_a_plan_edit_copied_loosely_lands_in_the_confined_worker(spawn, workspac
   if r.error then error(r.error) end
   return {summary = r.note}
 end''')
-    agent = spawn("builder", "--answers", "plan", replies=[plan])
+    agent = spawn("builder", "--answers", "plan", "--answers", "plan", replies=[plan])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
     assert "1 line of the file left out" in done["payload"]["summary"]
@@ -190,7 +190,7 @@ def test_a_plan_whose_long_string_swallowed_its_code_is_closed_and_runs(spawn, w
     reply = ("```lua\nfunction run(context)\n  local w = tools.write(\"tests/test_a.py\", [[\nimport a\n\n\n"
              "def test_a():\n    assert a.A == 1\n  if w.error then error(\"write failed: \" .. w.error) end\n"
              "  return {summary = \"wrote the test\"}\nend\n``\n\nThis Lua plan follows the structure of the task.")
-    got = spawn("builder", replies=[reply]).run(make_command("implement"))
+    got = spawn("builder", "--answers", "plan", replies=[reply]).run(make_command("implement"))
     done = events(got, "builder.completed")[-1]
     assert done["payload"]["answer_via"] == "lua" and done["payload"]["files"] == ["tests/test_a.py"]
     assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n    assert a.A == 1\n"
@@ -211,7 +211,7 @@ def test_a_rejected_plan_goes_back_whole_without_the_prose_around_it(spawn, work
     good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
     rec = tmp_path / "rec.jsonl"
     (workspace / "a.py").write_text("x = 1\n")
-    agent = spawn("builder", "--record", str(rec), replies=[reply, good])
+    agent = spawn("builder", "--answers", "plan", "--record", str(rec), replies=[reply, good])
     assert events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["summary"] == "fixed"
     second = json.loads(rec.read_text().splitlines()[1])["request"]["messages"]
     assert second[-2] == {"role": "assistant", "content": lua(plan)}
@@ -222,7 +222,7 @@ def test_a_plan_reads_the_goal_as_context_goal(spawn, workspace: Path) -> None: 
     # Qwen2.5-Coder-0.5B's spec plans (run gram5) read `context.goal` in all three attempts
     plan = lua('function run(context)\n  return {summary = "goal: " .. context.goal .. " / " .. context.inputs.goal,\n'
                '          no_changes_reason = "a test of the context"}\nend')
-    got = spawn("builder", replies=[plan]).run(make_command("implement", inputs={"goal": "add greet"}))
+    got = spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement", inputs={"goal": "add greet"}))
     assert events(got, "builder.completed")[-1]["payload"]["summary"] == "goal: add greet / add greet"
 
 
@@ -239,7 +239,7 @@ def test_a_plan_that_loops_is_stopped_cut_after_its_first_copy_and_finished_by_t
     fake = FakeOpenAI([Stream([head, *block], forever=True, repeat_from=1), rest])
     fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
     with fake.running():
-        agent = spawn("builder", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
+        agent = spawn("builder", "--answers", "plan", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
         done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
     assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n" + "".join(block)
@@ -269,7 +269,7 @@ end''')
     fake = FakeOpenAI([plan])
     fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
     with fake.running():
-        agent = spawn("builder", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
+        agent = spawn("builder", "--answers", "plan", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
         got = agent.run(make_command("implement", inputs={"goal": "Add remove(name) to the Cart class in cart.py."}))
     done = events(got, "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"

@@ -46,9 +46,8 @@ def test_a_review_loop_under_real_lorch_ends_in_success(tmp_path: Path) -> None:
     assert partial != solution
     line = partial.splitlines().index("        if name not in self.items:") + 1
     replies = {
-        "builder": [json.dumps({"summary": "added Cart.remove", "files": [{"path": "cart.py", "content": partial}]}),
-                    json.dumps({"summary": "remove raises KeyError for a missing item",
-                                "files": [{"path": "cart.py", "content": solution}]})],
+        "builder": [f"Added Cart.remove.\n\ncart.py\n```python\n{partial}```\n",
+                    f"remove raises KeyError for a missing item.\n\ncart.py\n```python\n{solution}```\n"],
         "reviewer": [json.dumps({"status": "changes_requested", "summary": "missing items must raise KeyError",
                                  "findings": [{"path": "cart.py", "line": line,
                                                "comment": "raise KeyError when the item is not in the cart"}]}),

@@ -38,7 +38,7 @@ def _script(path: Path, *cmds: dict) -> Path:  # type: ignore[type-arg]
 
 
 def _builder_reply(summary: str = "wrote f") -> str:
-    return json.dumps({"summary": summary, "files": [{"path": "f.txt", "content": "hi\n"}]})
+    return f"{summary}\n\nf.txt\n```\nhi\n```\n"
 
 
 class LineReader:
@@ -86,7 +86,7 @@ def test_events_are_printed_before_the_terminal_event_arrives(tmp_path: Path) ->
         out = LineReader(proc)
         out.until("→ builder         implement T-1", 30)
         out.until("← artifact.produced  f.txt", 30)
-        out.until("← builder.progress  testing: files written; running tests", 30)
+        out.until("← builder.progress  testing: running the tests", 30)
         # Silent while the tests run: a plain status line names the command, time and last heartbeat.
         status = out.until("    … builder implement T-1", 30)
         assert " s · heartbeat busy " in status

@@ -37,7 +37,7 @@ TEST_CMD = f"{PY} -m unittest discover -s tests"
 # -- builder -------------------------------------------------------------------------------
 def test_builder_writes_files_runs_tests_and_reports_pass(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     setup_tests(workspace)
-    agent = spawn("builder", "--test-command", TEST_CMD, replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", "--test-command", TEST_CMD, replies=[builder_answer()])
     got = agent.run(make_command("implement"))
     produced = events(got, "artifact.produced")
     done = events(got, "builder.completed")[-1]
@@ -55,26 +55,26 @@ def test_builder_writes_files_runs_tests_and_reports_pass(spawn, workspace: Path
 def test_builder_reports_real_test_failure(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     setup_tests(workspace)
     broken = CALC.replace("a + b", "a - b")
-    agent = spawn("builder", "--test-command", TEST_CMD, replies=[builder_answer(broken)])
+    agent = spawn("builder", "--answers", "json", "--test-command", TEST_CMD, replies=[builder_answer(broken)])
     tests = events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["tests"]
     assert tests["status"] == "fail" and tests["failed"] == 1 and tests["total"] == 1
 
 
 def test_builder_without_test_command_says_not_run(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
     tests = events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["tests"]
     assert tests["status"] == "not_run" and "--test-command" in tests["summary"]
 
 
 def test_escaping_path_is_sent_back_and_repaired(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer(path="../evil.py"), builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer(path="../evil.py"), builder_answer()])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["files"] == ["calc.py"]
     assert not (tmp_path / "evil.py").exists()
 
 
 def test_invalid_answers_end_in_invalid_model_response(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=["not json at all", '{"files": []}', '{"summary": 3}'])
+    agent = spawn("builder", "--answers", "json", replies=["not json at all", '{"files": []}', '{"summary": 3}'])
     got = agent.run(make_command("implement"))
     err = events(got, "error")[-1]["payload"]
     assert err["code"] == "invalid_model_response" and "summary" in err["message"]
@@ -84,13 +84,13 @@ def test_invalid_answers_end_in_invalid_model_response(spawn) -> None:  # type: 
 def test_action_list_round_then_answer(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "notes.txt").write_text("remember the milk")
     actions = json.dumps({"reasoning": "look first", "actions": [{"tool": "read", "args": {"path": "notes.txt"}}]})
-    agent = spawn("builder", replies=[actions, builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[actions, builder_answer()])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["files"] == ["calc.py"]
 
 
 def test_hostile_task_id_never_leaves_the_workspace(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
     got = agent.run(make_command("implement", task_id="../../x"))
     assert events(got, "builder.completed")[-1]["task_id"] == "../../x"
     assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
@@ -99,21 +99,21 @@ def test_hostile_task_id_never_leaves_the_workspace(spawn, workspace: Path, tmp_
 
 
 def test_required_expected_output_missing_fails(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
     got = agent.run(make_command("implement", expected_outputs=[{"path": "docs/missing.md", "required": True}]))
     assert events(got, "error")[-1]["payload"]["code"] == "artifact_write_failed"
     assert events(got, "builder.completed")[-1]["payload"]["tests"]["status"] == "fail"
 
 
 def test_optional_expected_output_missing_is_a_warning(spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
     got = agent.run(make_command("implement", expected_outputs=[{"path": "docs/missing.md", "required": False}]))
     assert not events(got, "error")
     assert events(got, "builder.completed")[-1]["payload"]["files"] == ["calc.py"]
 
 
 def test_oversize_payload_is_spilled_to_a_file(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer(summary="s" * 300_000)])
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer(summary="s" * 300_000)])
     agent.send(make_command("implement"))
     raw_before = len(agent.raw_lines)
     got = agent.until(lambda m: m.get("event") == "builder.completed")
@@ -126,7 +126,7 @@ def test_oversize_payload_is_spilled_to_a_file(spawn, workspace: Path) -> None: 
 
 
 def test_eof_mid_command_exits_promptly_without_partial_files(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--test-command", "sleep 30", replies=[builder_answer()])
+    agent = spawn("builder", "--answers", "json", "--test-command", "sleep 30", replies=[builder_answer()])
     agent.send(make_command("implement"))
     agent.until(lambda m: m.get("event") == "builder.progress")
     t0 = time.monotonic()
@@ -207,7 +207,7 @@ def test_secrets_never_leave_the_process(spawn, workspace: Path, tmp_path: Path)
 
 def test_secret_in_a_builder_summary_is_redacted_on_stdout(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     secret = "sk-live-0123456789abcdef"
-    agent = spawn("builder", replies=[builder_answer(summary=f"used {secret}")], env={"MY_SERVICE_TOKEN": secret})
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer(summary=f"used {secret}")], env={"MY_SERVICE_TOKEN": secret})
     got = agent.run(make_command("implement"))
     assert events(got, "builder.completed")[-1]["payload"]["summary"] == "used [REDACTED]"
     assert all(secret.encode() not in line for line in agent.raw_lines)
@@ -375,7 +375,7 @@ def test_builder_answers_with_protected_paths_are_sent_back_and_nothing_is_writt
         (workspace / rel).write_text("original")
     (workspace / "to_receipts").symlink_to(workspace / "receipts" / "T-0001")
     replies = [builder_answer(content="forged", path=p) for p in BUILDER_TRICKS] + [builder_answer()]
-    agent = spawn("builder", "--max-repairs", str(len(BUILDER_TRICKS)), replies=replies)
+    agent = spawn("builder", "--answers", "json", "--max-repairs", str(len(BUILDER_TRICKS)), replies=replies)
     done = events(agent.run(make_command("implement", task_id="T-0002")), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["calc.py"]
     for rel in (".git/hooks/pre-commit", ".env", ".git/config", "receipts/T-0001/implement-1.json", "reviews/T-0001.json"):
@@ -389,7 +389,7 @@ def test_builder_answers_with_protected_paths_are_sent_back_and_nothing_is_writt
 
 
 def test_a_protected_path_that_is_never_repaired_fails_with_path_rejected(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", replies=[builder_answer(path="./.env")] * 3)
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer(path="./.env")] * 3)
     got = agent.run(make_command("implement"))
     assert events(got, "error")[-1]["payload"]["code"] == "path_rejected"
     assert events(got, "builder.completed")[-1]["status"] == "failed"
@@ -430,7 +430,7 @@ def test_builder_answer_keeps_modes_of_rewritten_files(spawn, workspace: Path) -
     answer = json.dumps({"summary": "rewrote", "files": [{"path": "run.sh", "content": "#!/bin/sh\necho new\n"},
                                                          {"path": "mod.py", "content": "X = 2\n"},
                                                          {"path": "new.py", "content": "Y = 1\n"}]})
-    agent = spawn("builder", replies=[answer])
+    agent = spawn("builder", "--answers", "json", replies=[answer])
     agent.run(make_command("implement"))
     assert (workspace / "run.sh").read_text().endswith("echo new\n")
     assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
@@ -441,7 +441,7 @@ def test_builder_answer_keeps_modes_of_rewritten_files(spawn, workspace: Path) -
 def test_builder_answer_with_a_secret_is_repaired_and_written_exactly(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     secret = "sk-live-0123456789abcdef"
     exact = "import os\n\ndef key():\n    return os.environ['MY_SERVICE_TOKEN']  # return x + 1\n"
-    agent = spawn("builder", replies=[builder_answer(content=f"KEY = '{secret}'\n", path="cfg.py"),
+    agent = spawn("builder", "--answers", "json", replies=[builder_answer(content=f"KEY = '{secret}'\n", path="cfg.py"),
                                       builder_answer(content=exact, path="cfg.py")],
                   env={"MY_SERVICE_TOKEN": secret})
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]

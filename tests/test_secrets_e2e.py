@@ -37,7 +37,7 @@ def _everything_written(ws: Path, tmp_path: Path, rec: Path) -> dict[str, bytes]
 def test_input_secret_reaches_no_output_and_the_recording_replays(spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws, rec = tmp_path / "ws", tmp_path / "rec" / "responses.jsonl"
     rec.parent.mkdir()  # --record never creates directories
-    agent = spawn("builder", "--record", str(rec), workspace=ws, replies=[PLAN])
+    agent = spawn("builder", "--answers", "plan", "--record", str(rec), workspace=ws, replies=[PLAN])
     got = agent.run(_command())
     done = events(got, "builder.completed")[-1]
     assert done["status"] != "failed", done
@@ -55,6 +55,6 @@ def test_input_secret_reaches_no_output_and_the_recording_replays(spawn, tmp_pat
     assert leaks == []
 
     fresh = tmp_path / "ws2"
-    again = spawn("builder", "--replay", str(rec), workspace=fresh).run(_command())
+    again = spawn("builder", "--answers", "plan", "--replay", str(rec), workspace=fresh).run(_command())
     assert events(again, "builder.completed")[-1]["status"] == done["status"]
     assert not [e for e in events(again, "error")], events(again, "error")

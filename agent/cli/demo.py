@@ -83,8 +83,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     shutil.copytree(demo / "workspace", target, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     script = load_script(demo / "commands.ndjson")
-    # --test-repairs 0: the demo shows lorch's review loop, not the builder fixing its own test failure
-    options = ["--replay", str(demo / "responses.jsonl"), "--test-repairs", "0"]
+    # one builder round: the demo shows lorch's review loop, not the builder fixing its own test failure
+    options = ["--replay", str(demo / "responses.jsonl"), "--builder-rounds", "1"]
     test_command = f"{shlex.quote(sys.executable)} -m unittest discover -s tests"
     notes = sys.stderr if args.json else sys.stdout
     notes.write(f"luallm-agent demo: workspace {target} ({how}); recorded model responses, no network\n\n")

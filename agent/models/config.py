@@ -34,7 +34,7 @@ Provider, OpenAI-compatible endpoint (chosen when there is no `luallm_model`)
 `notes`                 optional, Markdown routing notes in the convention of `agent.models.notes`
                         (for endpoints luallm does not manage).
 `answers`               optional, the answer form for `--answers auto`: "auto" (default: decided from
-                        the server's capabilities), "plan", "json" or "grammar" (`agent.roles.answer_form`).
+                        the server's capabilities), "text", "plan", "json" or "grammar" (`agent.roles.answer_form`).
 
 Provider, luallm-managed local model (chosen when `luallm_model` is present)
 ----------------------------------------------------------------------------
@@ -151,7 +151,7 @@ class OpenAIProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local", "cloud"] | None = None
     notes: str | None = None
-    answers: Literal["auto", "plan", "json", "grammar"] = "auto"
+    answers: Literal["auto", "text", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod
@@ -200,7 +200,7 @@ class LuallmProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local"] = "local"
     notes: str | None = None
-    answers: Literal["auto", "plan", "json", "grammar"] = "auto"
+    answers: Literal["auto", "text", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

@@ -28,10 +28,10 @@ from typing import Any
 from agent.models.base import ModelClient
 from agent.resources import schema_dir
 
-__all__ = ["AnswerForm", "FORMS", "choose_form", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
+__all__ = ["AnswerForm", "FORMS", "choose_form", "builder_writes_text", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
            "json_form"]
 
-FORMS = ("plan", "json", "grammar")
+FORMS = ("text", "plan", "json", "grammar")
 _ANSWERS_LINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?\s*answers\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*`?(\w+)", re.I | re.M)
 _WRAPPED = ("client", "inner")  # attribute names of the model layer's wrappers (UsageTracker, Audited…)
 _lock = threading.Lock()
@@ -207,6 +207,17 @@ def with_json_grammar(form: AnswerForm, client: ModelClient | None, role: str,
     except Exception:  # a generator bug must not stop the agent: the schema alone, as before
         return form
     return replace(form, json_grammar=grammar) if grammar else form
+
+
+def builder_writes_text(setting: str, client: ModelClient | None) -> bool:
+    """Whether the builder's files come as fenced text in test-driven rounds (`builder_rounds.py`).
+
+    The default: code escaped into JSON strings or squeezed through a plan grammar is worse code
+    (Aider measured it on frontier models; docs/real-model.md has ours). `--answers plan|grammar|json`,
+    or a provider's or note's pinned form, keeps the answer loop's forms instead."""
+    if setting != "auto":
+        return setting == "text"
+    return model_hints(client, "builder", "planning").answers in (None, "text")
 
 
 def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str,

@@ -28,6 +28,8 @@ from agent.answers import (
 )
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
+from agent.roles.answer_form import builder_writes_text
+from agent.roles.builder_rounds import build_in_rounds
 from agent.roles.changes import (
     EDIT_SHAPE,
     FILE_SHAPE,
@@ -397,13 +399,43 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
                    status="success")
 
 
-def handle(ctx: CommandContext) -> Outcome:
+def _handle_in_rounds(ctx: CommandContext) -> Outcome:
+    """Files as text, in rounds against the tests (builder_rounds.py): the default form."""
     budget = PromptBuilder(ctx.settings.budget)
-    user = builder_prompt(ctx, budget)
+
+    def prompt_for(round_budget: PromptBuilder, written: list[str]) -> str:
+        nonlocal budget
+        budget = round_budget
+        return builder_prompt(ctx, round_budget, written)
+    try:
+        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds)
+    except InvalidModelResponse as exc:
+        kept = _kept_as_is(ctx, exc)
+        if kept is None:
+            raise
+        return kept
+    payload: dict[str, Any] = {"summary": done.summary or "Changed " + ", ".join(a.path for a in ctx.artifacts),
+                               "tests": done.tests, "files": [a.path for a in ctx.artifacts], "answer_via": "text",
+                               "answer_form": "fenced", "rounds": done.rounds, "round_log": done.log}
+    if done.withdrawn:
+        payload["changes_reverted"] = {"files": payload["files"]}
+        payload["summary"] = ("Change withdrawn: the tests did better on the code as it was. The model's summary: "
+                              + payload["summary"][:300])
+    cuts = report_cuts(ctx, budget)
+    if cuts:
+        payload["prompt_cuts"] = cuts
+    return Outcome("builder.completed", payload, status="success")
+
+
+def handle(ctx: CommandContext) -> Outcome:
     if ctx.settings.test_command:  # refuse before spending a model call on work we could not test
         from agent.sandbox import ensure_commands_allowed
 
         ensure_commands_allowed("the test command")
+    if builder_writes_text(ctx.settings.answers, ctx.model):
+        return _handle_in_rounds(ctx)
+    budget = PromptBuilder(ctx.settings.budget)
+    user = builder_prompt(ctx, budget)
     examples = examples_of(ctx)
     now = run_examples(ctx, examples)
     user += _examples_now(now)

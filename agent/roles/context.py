@@ -40,6 +40,7 @@ class RoleSettings:
     max_spec_rounds: int = 4    # update_spec rounds on one task, likewise
     context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
     test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
+    builder_rounds: int = 3  # builder, answers as text: write → test → read the failures rounds (builder_rounds.py)
     example_tries: int = 3  # builder: candidates of a function whose goal examples fail (example_fix.py)
     add_tests: str = "off"  # builder: "auto" asks for a test after code without one, "goal" before the code (new_tests.py)
 

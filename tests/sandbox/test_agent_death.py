@@ -46,7 +46,7 @@ def test_kill_9_of_the_agent_leaves_no_child_alive_after_1s(spawn, how):
     args = ["--plan-wall-s", "60", "--plan-run-allow", "sleep"] if how == "plan_command" else \
         ["--test-command", "sleep 30"]
     reply = PLAN if how == "plan_command" else {"summary": "nothing to change", "files": [], "no_changes_reason": "already done"}
-    agent = spawn("builder", *args, replies=[reply], env={MARKER_VAR: marker})
+    agent = spawn("builder", "--answers", "plan", *args, replies=[reply], env={MARKER_VAR: marker})
     agent.send(make_command("implement"))
     assert _wait_for(lambda: any(c.startswith("sleep 30") for c in _cmdlines(marker).values()), 30), \
         _cmdlines(marker)
@@ -77,7 +77,7 @@ def test_a_restarted_agent_removes_stale_temp_files_it_owns(spawn, workspace, tm
     sbx = Path(os.environ.get("TMPDIR", "/tmp")) / f"luallm-sbx-{dead}-leftover"
     sbx.mkdir()
     (sbx / "tmp").mkdir()
-    agent = spawn("builder")
+    agent = spawn("builder", "--answers", "plan")
     audit = workspace / "logs" / "luallm-agent" / "audit.jsonl"
     assert _wait_for(lambda: audit.exists() and b'"stale_removed"' in audit.read_bytes(), 15)
     assert not stale.exists() and live.exists() and unrelated.exists() and not sbx.exists()

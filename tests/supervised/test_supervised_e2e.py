@@ -359,10 +359,10 @@ def test_an_ambiguous_decision_pauses_for_a_person(tmp_path: Path) -> None:
 
 def test_the_audit_log_rotates_by_size_and_count(tmp_path: Path) -> None:
     w = World(tmp_path)
-    w.init({**AUTO_WRITES, "audit": {"max_size_mb": 0.004, "max_files": 2}})
+    w.init({**AUTO_WRITES, "audit": {"max_size_mb": 0.003, "max_files": 2}})
     (w.ws / "data.csv").write_text("a\n")
     assert w.cli("run", "x", "--scripted-replies", str(w.replies([THREE, "a", "b"]))).returncode == 0
     state = w.home / "state"
     assert (state / "audit_log.jsonl.1").exists() and (state / "audit_log.jsonl.2").exists()
     assert not (state / "audit_log.jsonl.3").exists()
-    assert (state / "audit_log.jsonl").stat().st_size <= 0.004 * 1024 * 1024 + 4096
+    assert (state / "audit_log.jsonl").stat().st_size <= 0.003 * 1024 * 1024 + 4096

@@ -1,0 +1,1 @@
+"""Getting an answer from a model: the reply forms and how they are read back."""

@@ -1,0 +1,105 @@
+"""Files written as text: a reply that gives each file whole in a fenced block under its path.
+
+Code travels better as text than escaped inside JSON strings (Aider's "LLMs are bad at returning
+code in JSON", and the same on small local models): the builder asks for
+
+    path/to/file.py
+    ```python
+    <the whole file>
+    ```
+
+and this module reads the files back out of the reply. It reads the shapes models actually use
+for the path (a line of its own, in backticks or bold, "File: x", a `# x` heading, the fence's info
+string, or a first comment line inside the block) and, for a block without any path, the one
+project file whose definitions it shares. It only parses: what is written, and whether it is
+allowed, the caller decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+__all__ = ["FencedFile", "files_in_reply", "FORMAT_RULES"]
+
+FORMAT_RULES = ("Answer with every file you change or create: the file's path on a line of its own, then the "
+                "whole new content of the file in a fenced code block (``` on the lines before and after it). "
+                "Give each file complete, from its first line to its last: never leave parts out or write "
+                "\"rest unchanged\". Say nothing else.")
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=ticks)[ \t]*$",
+                    re.M | re.S)
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
+_COMMENT_PATH = re.compile(r"^\s*(?:#|//|--|/\*)\s*(?:File:\s*)?(\S+\.\w+)\s*(?:\*/)?\s*$", re.I)
+_NOT_FILES = {"bash", "sh", "shell", "console", "terminal", "text", "output", "diff"}
+
+
+@dataclass(frozen=True)
+class FencedFile:
+    path: str
+    content: str
+    how: str  # where the path came from: "line", "info", "comment" or "definitions"
+
+
+def _path_in(text: str, known: set[str]) -> str | None:
+    """The path a line names: a known project path first, else the last path-like word."""
+    found = [m.group(1).removeprefix("./") for m in _PATH.finditer(text)]
+    for path in found:
+        if path in known:
+            return path
+    return found[-1] if found else None
+
+
+def _top_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _by_definitions(body: str, sources: dict[str, str]) -> str | None:
+    """The one Python file of `sources` the block shares the most top-level definitions with."""
+    names = _top_names(body)
+    if not names:
+        return None
+    scored = sorted(((len(names & _top_names(text)), path) for path, text in sources.items() if path.endswith(".py")),
+                    reverse=True)
+    if scored and scored[0][0] > 0 and (len(scored) == 1 or scored[1][0] < scored[0][0]):
+        return scored[0][1]
+    return None
+
+
+def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None = None) -> list[FencedFile]:
+    """The files a reply gives, in order; a path given twice keeps its last block.
+
+    `known`: the project's paths (a path they contain wins over other path-like words);
+    `sources`: the code files shown to the model, to place a block that names no path."""
+    out: dict[str, FencedFile] = {}
+    last_end = 0
+    for m in _FENCE.finditer(reply):
+        info, body = m.group("info").strip(), m.group("body")
+        before = [line for line in reply[last_end:m.start()].splitlines() if line.strip()]
+        last_end = m.end()
+        lang = info.split()[0].lower() if info.split() else ""
+        path, how = None, ""
+        if _PATH.search(info):
+            path, how = _path_in(info, known), "info"
+        elif lang in _NOT_FILES:
+            continue  # a command to run or output shown, not a file
+        elif before and len(before[-1]) < 200 and _path_in(before[-1], known):
+            path, how = _path_in(before[-1], known), "line"
+        first = body.split("\n", 1)[0]
+        comment = _COMMENT_PATH.match(first)
+        if path is None and comment:
+            path, how = _path_in(comment.group(1), known), "comment"
+        if path is None and sources:
+            path, how = _by_definitions(body, sources), "definitions"
+        if path is None or not body.strip():
+            continue
+        if how == "comment":
+            body = body.split("\n", 1)[1] if "\n" in body else ""
+        out.pop(path, None)
+        out[path] = FencedFile(path, body, how)
+    return list(out.values())

@@ -1,0 +1,229 @@
+"""The builder as a developer works: write the files, run the tests, read the failures, write again.
+
+Each round asks for the changed files whole, as text (`agent.answering.fenced_files`), writes them,
+and runs the test command in the OS boundary. The next round shows the code as it now is and the
+failing output. A round that leaves the tests worse than the best state so far (fewer passing, or
+a module that no longer imports) is rolled back, so the command ends on its best state: all pass >
+more passing > the code as it was. A reply the agent cannot use costs one round, never the command;
+the command fails only when no round produced a usable change. Evidence is the tests, nothing read
+out of the goal's prose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
+from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
+from agent.models.base import ModelRequest
+from agent.prompt import PromptBuilder
+from agent.roles.changes import FileWrite, is_test_path, planned_writes
+from agent.roles.context import CommandContext
+from agent.roles.project_files import bookkeeping_reason, project_files
+from agent.roles.prompting import read_project_text
+from agent.roles.testrun import run_tests
+
+__all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
+
+SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
+          "tests pass. " + FORMAT_RULES)
+_TAIL = 2000
+_MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
+
+
+@dataclass
+class RoundsResult:
+    tests: dict[str, Any]
+    rounds: int
+    summary: str
+    log: list[dict[str, Any]] = field(default_factory=list)
+    changed: bool = False  # whether the files now differ from the code as it was
+    withdrawn: bool = False  # the tests did better on the code as it was, so it was put back
+
+
+def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
+    """Higher is better: all pass, then more tests passing, then fewer failing."""
+    if tests.get("status") == "pass":
+        return (2, 0, 0)
+    return (1 if "passed" in tests else 0, int(tests.get("passed") or 0), -int(tests.get("failed") or 0))
+
+
+def _prose(reply: str) -> str:
+    """The reply's words outside its code blocks and their path lines, as a one-line summary."""
+    words, fenced = [], False
+    lines = reply.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.strip() and not (i + 1 < len(lines)
+                                                  and lines[i + 1].lstrip().startswith(("```", "~~~"))):
+            words.append(line.strip())
+    return " ".join(words)[:300]
+
+
+class _Files:
+    """The files this command changed: as they were before it, and the best state reached so far."""
+
+    def __init__(self, ctx: CommandContext) -> None:
+        self.ctx = ctx
+        self.before: dict[str, bytes | None] = {}
+        self.best: dict[str, bytes | None] = {}
+
+    def read(self, rel: str) -> bytes | None:
+        ws, policy = self.ctx.workspace, self.ctx.policy
+        return ws.read_bytes(rel, policy=policy) if ws.is_file(rel, policy=policy) else None
+
+    def write(self, writes: list[FileWrite]) -> None:
+        for w in writes:
+            if w.path not in self.before:
+                self.before[w.path] = self.read(w.path)
+                self.best.setdefault(w.path, self.before[w.path])
+            self.ctx.write(w.path, w.content)
+
+    def keep(self) -> None:
+        self.best = {rel: self.read(rel) for rel in self.before}
+
+    def roll_back(self) -> None:
+        """Put the best state back; a file it did not have is removed and no longer an artifact."""
+        for rel, data in self.best.items():
+            if self.read(rel) == data:
+                continue
+            if data is None:
+                self.ctx.workspace.remove(rel, policy=self.ctx.policy)
+                self.ctx.artifacts = [a for a in self.ctx.artifacts if a.path != rel]
+            else:
+                self.ctx.write(rel, data)
+
+    def changed(self) -> bool:
+        return any(self.read(rel) != data for rel, data in self.before.items())
+
+
+def _usable(ctx: CommandContext, reply: str, files: _Files) -> tuple[list[FileWrite], str]:
+    """The writes a reply gives, or ([], why not) — a reason the next round quotes to the model."""
+    listing = set(project_files(ctx.workspace, 500))
+    sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
+    found = files_in_reply(reply, listing, sources)
+    if not found:
+        return [], ("it had no file in the form asked for (the path on its own line, then the whole file in a "
+                    "fenced block)")
+    kept = [f for f in found if not (is_test_path(f.path) and f.path in listing and f.path not in files.before)
+            and bookkeeping_reason(f.path) is None]
+    refused = sorted({f.path for f in found} - {f.path for f in kept})
+    if not kept:
+        return [], f"it only changed the project's tests ({', '.join(refused)}), which must stay as they are"
+    try:
+        writes = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content} for f in kept]})
+        for w in writes:  # the role's path policy and the secret guard, before anything is written
+            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
+    except AgentError as exc:
+        return [], exc.message[:600]
+    writes = [w for w in writes if files.read(w.path) != w.content.encode()]
+    if not writes:
+        return [], "it left every file exactly as it was"
+    return writes, ""
+
+
+def _feedback(last: dict[str, Any]) -> str:
+    """What the previous round came to, for the next prompt."""
+    if last["outcome"] == "unusable":
+        return f"\n## Your last reply could not be used\n{last['why']}.\n"
+    tail = str(last["tests"].get("output_tail") or last["tests"].get("summary") or "")[-_TAIL:]
+    undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
+              "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
+    return (f"\n## The tests failed after your last change\n{undone}Test command: {last['tests'].get('command')}\n"
+            f"```\n{tail}\n```\nFind the cause of each failure and fix the code (not the tests).\n")
+
+
+def _ask(ctx: CommandContext, user: str, temperature: float) -> str:
+    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                           task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature)
+    return ctx.require_model().complete(request).text
+
+
+def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float
+               ) -> tuple[dict[str, Any], str]:
+    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
+    try:
+        reply = _ask(ctx, user, temperature)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:
+        ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
+        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code})"}, ""
+    writes, why = _usable(ctx, reply, files)
+    if not writes:
+        ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
+        return {"round": n, "outcome": "unusable", "why": why}, ""
+    files.write(writes)
+    return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
+        _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}"
+
+
+def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """When the best state still fails: the code as it was, if its tests do better (True: withdrawn)."""
+    if best.get("status") != "fail" or not files.changed():
+        return best, False
+    kept = files.best
+    files.best = dict(files.before)
+    files.roll_back()
+    original = _test(ctx)
+    if rank(original) > rank(best):
+        ctx.log("warn", "the tests do better on the code as it was: the change was withdrawn",
+                files=sorted(files.before)[:10])
+        return original, True
+    files.best = kept
+    files.roll_back()
+    return best, False
+
+
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int) -> RoundsResult:
+    """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote."""
+    files = _Files(ctx)
+    testing = bool(ctx.settings.test_command)
+    best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
+    log: list[dict[str, Any]] = []
+    summary = ""
+    for n in range(1, max(1, rounds) + 1):
+        if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
+            break
+        user = prompt_for(PromptBuilder(ctx.settings.budget), list(files.before))
+        if log:
+            user += _feedback(log[-1])
+        user += f"\n## Your answer\n{FORMAT_RULES} Do not change the project's existing tests.\n"
+        ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
+                     progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
+        stuck = bool(log) and log[-1]["outcome"] == "unusable"  # then vary the next reply
+        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2)
+        log.append(entry)
+        if entry["outcome"] == "unusable":
+            continue
+        summary = words
+        if not testing:
+            files.keep()
+            break
+        tests = entry["tests"] = _test(ctx)
+        if best["status"] == "not_run" or rank(tests) >= rank(best):
+            best, entry["outcome"] = tests, "kept"
+            files.keep()
+        else:
+            entry["outcome"] = "rolled back"
+            files.roll_back()
+        ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
+                         tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
+        if tests["status"] == "pass":
+            break
+    if all(e["outcome"] == "unusable" for e in log):
+        reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
+        raise InvalidModelResponse(f"no round produced a usable change ({reasons})"[:1500])
+    best, withdrawn = _settle(ctx, files, best)
+    return RoundsResult(best, len(log), summary, [{k: v for k, v in e.items() if k != "tests"} for e in log],
+                        files.changed(), withdrawn)
+
+
+def _test(ctx: CommandContext) -> dict[str, Any]:
+    ctx.progress("running the tests", stage="testing", progress=0.8)
+    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
+                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
+    ctx.log("info", "tests ran", status=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
+    return tests

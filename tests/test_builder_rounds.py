@@ -1,0 +1,104 @@
+"""The builder's rounds: files as text, written, tested; the failures shown; the best state kept."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from role_context import FakeModel, Recorded, make_context
+
+from agent.errors import InvalidModelResponse
+from agent.roles import builder
+from agent.roles.context import RoleSettings
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n"
+TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"
+         "    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n\n"
+         "    def test_mul(self):\n        self.assertEqual(calc.mul(2, 3), 6)\n")
+HALF = "calc.py\n```python\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n```\n"
+RIGHT = "Fixed both.\n\ncalc.py\n```python\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n```\n"
+BROKEN = "calc.py\n```python\nimport nowhere_to_be_found\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n```\n"
+
+
+def _ctx(tmp_path: Path, replies: list[str], rec: Recorded | None = None, rounds: int = 3):  # type: ignore[no-untyped-def]
+    (tmp_path / "calc.py").write_text(CALC)
+    (tmp_path / "test_calc.py").write_text(TESTS)
+    settings = RoleSettings(test_command=f"{sys.executable} -m unittest -q test_calc", builder_rounds=rounds,
+                            answers="text")
+    model = FakeModel(list(replies))
+    return make_context(tmp_path, "implement", model, inputs={"goal": "Make add and mul in calc.py right."},
+                        settings=settings, record=rec), model
+
+
+def _audit(tmp_path: Path, event: str) -> list[dict]:
+    lines = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r.get("event") == event]
+
+
+def test_the_failing_output_is_shown_and_the_next_round_fixes_it(tmp_path: Path) -> None:
+    rec = Recorded()
+    ctx, model = _ctx(tmp_path, [HALF, RIGHT], rec)
+    out = builder.handle(ctx)
+    assert out.event == "builder.completed" and out.payload["tests"]["status"] == "pass"
+    assert out.payload["rounds"] == 2 and out.payload["answer_via"] == "text"
+    assert "return a * b" in (tmp_path / "calc.py").read_text()
+    second = model.requests[1].messages[-1]["content"]
+    assert "The tests failed after your last change" in second and "test_mul" in second
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
+    # every write was announced with the bytes on disk
+    final = [p for e, p in rec.events if e == "artifact.produced"][-1]
+    assert final["sha256"] == "sha256:" + hashlib.sha256((tmp_path / "calc.py").read_bytes()).hexdigest()
+
+
+def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, BROKEN, "no code at all, sorry"])
+    out = builder.handle(ctx)
+    # HALF passes one test; BROKEN passes none (its import fails): back to HALF, which stays
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "rolled back", "unusable"]
+    assert (tmp_path / "calc.py").read_text() == HALF.split("```python\n")[1].split("```")[0]
+    assert out.payload["tests"]["status"] == "fail" and out.payload["tests"]["passed"] == 1
+    assert "it was undone" in model.requests[2].messages[-1]["content"]
+
+
+def test_an_unusable_reply_costs_a_round_not_the_command(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, ["I would change calc.py to add numbers.", RIGHT])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert "could not be used" in model.requests[1].messages[-1]["content"]
+    assert model.requests[1].temperature > model.requests[0].temperature
+    assert _audit(tmp_path, "reply_unusable")[0]["round"] == 1
+
+
+def test_the_projects_tests_are_never_rewritten(tmp_path: Path) -> None:
+    cheat = "test_calc.py\n```python\nimport unittest\n```\n"
+    ctx, model = _ctx(tmp_path, [cheat, RIGHT])
+    out = builder.handle(ctx)
+    assert (tmp_path / "test_calc.py").read_text() == TESTS
+    assert out.payload["tests"]["status"] == "pass"
+    assert "must stay as they are" in model.requests[1].messages[-1]["content"]
+
+
+def test_no_usable_reply_in_any_round_fails_the_command_with_each_reason(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path, ["nothing", "calc.py\n```python\ndef add(a, b:\n```\n", "still nothing"])
+    with pytest.raises(InvalidModelResponse) as err:
+        builder.handle(ctx)
+    assert "round 1" in err.value.message and "round 3" in err.value.message
+    assert (tmp_path / "calc.py").read_text() == CALC
+
+
+def test_the_rounds_stop_when_the_tests_pass(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [RIGHT, HALF])
+    out = builder.handle(ctx)
+    assert out.payload["rounds"] == 1 and len(model.requests) == 1
+
+
+def test_a_change_worse_than_the_code_as_it_was_is_withdrawn(tmp_path: Path) -> None:
+    ctx, _ = _ctx(tmp_path, [BROKEN], rounds=1)
+    (tmp_path / "calc.py").write_text(CALC.replace("a - b", "a + b"))  # one test passes as it is
+    out = builder.handle(ctx)
+    assert (tmp_path / "calc.py").read_text() == CALC.replace("a - b", "a + b")
+    assert out.payload["tests"]["passed"] == 1 and out.payload["changes_reverted"]["files"] == ["calc.py"]
+    assert out.payload["summary"].startswith("Change withdrawn")

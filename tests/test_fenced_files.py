@@ -1,0 +1,56 @@
+"""Reading files written as text out of a reply: the shapes models use for a file's path."""
+
+from __future__ import annotations
+
+from agent.answering.fenced_files import files_in_reply
+
+KNOWN = {"leap.py", "leap_test.py", "src/calc.py", "README.md"}
+
+
+def test_a_path_line_then_a_block() -> None:
+    reply = "Here is the change.\n\nleap.py\n```python\ndef leap_year(y):\n    return y % 4 == 0\n```\n"
+    [f] = files_in_reply(reply, KNOWN)
+    assert (f.path, f.content, f.how) == ("leap.py", "def leap_year(y):\n    return y % 4 == 0\n", "line")
+
+
+def test_decorated_path_lines_and_the_fence_info_string() -> None:
+    reply = ("**src/calc.py**\n```python\nA = 1\n```\n"
+             "### `leap.py`:\n```\nB = 2\n```\n"
+             "```python new_mod.py\nC = 3\n```\n")
+    got = {f.path: (f.content, f.how) for f in files_in_reply(reply, KNOWN)}
+    assert got == {"src/calc.py": ("A = 1\n", "line"), "leap.py": ("B = 2\n", "line"),
+                   "new_mod.py": ("C = 3\n", "info")}
+
+
+def test_a_first_comment_line_names_the_file_and_is_not_part_of_it() -> None:
+    [f] = files_in_reply("```python\n# stats.py\ndef mean(xs):\n    return 0\n```\n", KNOWN)
+    assert (f.path, f.content) == ("stats.py", "def mean(xs):\n    return 0\n")
+
+
+def test_a_block_without_a_path_goes_to_the_file_whose_definitions_it_shares() -> None:
+    sources = {"leap.py": "def leap_year(year):\n    pass\n", "other.py": "def other():\n    pass\n"}
+    [f] = files_in_reply("Sure:\n\n```python\ndef leap_year(year):\n    return True\n```\n", KNOWN, sources)
+    assert (f.path, f.how) == ("leap.py", "definitions")
+    # sharing nothing, or as much with two files, places nothing
+    assert files_in_reply("```python\ndef unrelated():\n    pass\n```\n", KNOWN, sources) == []
+
+
+def test_commands_and_output_are_not_files() -> None:
+    reply = "Run it:\n\nleap.py\n```bash\npython -m unittest leap_test\n```\n```text\nOK\n```\n"
+    assert files_in_reply(reply, KNOWN) == []
+
+
+def test_a_file_given_twice_keeps_its_last_block_and_order_is_kept() -> None:
+    reply = "leap.py\n```\nA = 1\n```\nsrc/calc.py\n```\nC = 1\n```\nleap.py\n```\nA = 2\n```\n"
+    assert [(f.path, f.content) for f in files_in_reply(reply, KNOWN)] == [("src/calc.py", "C = 1\n"),
+                                                                           ("leap.py", "A = 2\n")]
+
+
+def test_a_known_path_wins_over_other_words_on_the_line() -> None:
+    [f] = files_in_reply("Updated leap.py (see notes.txt):\n```\nX = 1\n```\n", KNOWN)
+    assert f.path == "leap.py"
+
+
+def test_an_unclosed_block_or_empty_block_gives_nothing() -> None:
+    assert files_in_reply("leap.py\n```python\ndef f():\n    pass\n", KNOWN) == []
+    assert files_in_reply("leap.py\n```python\n```\n", KNOWN) == []
