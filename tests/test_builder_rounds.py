@@ -102,3 +102,22 @@ def test_a_change_worse_than_the_code_as_it_was_is_withdrawn(tmp_path: Path) -> 
     assert (tmp_path / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert out.payload["tests"]["passed"] == 1 and out.payload["changes_reverted"]["files"] == ["calc.py"]
     assert out.payload["summary"].startswith("Change withdrawn")
+
+
+def test_a_change_that_does_the_same_is_no_change_for_implement(tmp_path: Path) -> None:
+    # the tests cannot tell: one passes as it is, and a change that only reflows the code passes it too
+    same = "calc.py\n```python\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    '''Product.'''\n    return 0\n```\n"
+    ctx, model = _ctx(tmp_path, [same, RIGHT])
+    out = builder.handle(ctx)
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["unusable", "kept"]
+    assert "exactly as it was" in model.requests[1].messages[-1]["content"]
+
+
+def test_passing_tests_with_a_definition_the_goal_names_still_missing_get_one_more_round(tmp_path: Path) -> None:
+    rec = Recorded()
+    ctx, model = _ctx(tmp_path, [RIGHT, RIGHT.replace("return a * b\n", "return a * b\n\n\ndef sub(a, b):\n    return a - b\n")],
+                      rec)
+    ctx.cmd.inputs["goal"] = "Make add and mul in calc.py right, and add sub(a, b) to calc.py."
+    out = builder.handle(ctx)
+    assert out.payload["rounds"] == 2 and "def sub" in (tmp_path / "calc.py").read_text()
+    assert "calc.py does not define sub(a, b)" in model.requests[1].messages[-1]["content"]

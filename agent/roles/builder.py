@@ -407,8 +407,13 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
         nonlocal budget
         budget = round_budget
         return builder_prompt(ctx, round_budget, written)
+    def gap() -> str:
+        missing = new_definitions_named(ctx)
+        return "".join(f"{d.path} does not define {d.name}({d.params})" + (f" in class {d.cls}" if d.cls else "")
+                       + ", which the task asks for: add it. " for d in missing)
     try:
-        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds)
+        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds, gap=gap,
+                               must_act=ctx.cmd.action == "implement" and not _about_prose(ctx))
     except InvalidModelResponse as exc:
         kept = _kept_as_is(ctx, exc)
         if kept is None:

@@ -18,7 +18,7 @@ from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
-from agent.roles.changes import FileWrite, is_test_path, planned_writes
+from agent.roles.changes import FileWrite, is_test_path, planned_writes, unchanged_code
 from agent.roles.context import CommandContext
 from agent.roles.project_files import bookkeeping_reason, project_files
 from agent.roles.prompting import read_project_text
@@ -99,7 +99,7 @@ class _Files:
         return any(self.read(rel) != data for rel, data in self.before.items())
 
 
-def _usable(ctx: CommandContext, reply: str, files: _Files) -> tuple[list[FileWrite], str]:
+def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> tuple[list[FileWrite], str]:
     """The writes a reply gives, or ([], why not) — a reason the next round quotes to the model."""
     listing = set(project_files(ctx.workspace, 500))
     sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
@@ -121,6 +121,10 @@ def _usable(ctx: CommandContext, reply: str, files: _Files) -> tuple[list[FileWr
     writes = [w for w in writes if files.read(w.path) != w.content.encode()]
     if not writes:
         return [], "it left every file exactly as it was"
+    same = unchanged_code(ctx.workspace, writes) if must_act else []
+    if same:  # passing tests prove nothing about a change that changes nothing
+        return [], (f"it leaves what {', '.join(same)} does exactly as it was (only layout or docstrings differ), "
+                    "so the task is not done: change the code the task is about")
     return writes, ""
 
 
@@ -128,6 +132,8 @@ def _feedback(last: dict[str, Any]) -> str:
     """What the previous round came to, for the next prompt."""
     if last["outcome"] == "unusable":
         return f"\n## Your last reply could not be used\n{last['why']}.\n"
+    if last.get("gap"):
+        return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
     tail = str(last["tests"].get("output_tail") or last["tests"].get("summary") or "")[-_TAIL:]
     undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
               "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
@@ -141,7 +147,7 @@ def _ask(ctx: CommandContext, user: str, temperature: float) -> str:
     return ctx.require_model().complete(request).text
 
 
-def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float
+def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float, must_act: bool
                ) -> tuple[dict[str, Any], str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
     try:
@@ -151,7 +157,7 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code})"}, ""
-    writes, why = _usable(ctx, reply, files)
+    writes, why = _usable(ctx, reply, files, must_act)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
         return {"round": n, "outcome": "unusable", "why": why}, ""
@@ -177,8 +183,13 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
-def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int) -> RoundsResult:
-    """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote."""
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
+                    gap: Any = lambda: "") -> RoundsResult:
+    """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
+
+    `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
+    whose goal is not about prose). `gap()`: what the task still lacks once the tests pass ('' when
+    nothing) — a reason for one more round, never a reason to reject what the tests accept."""
     files = _Files(ctx)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
@@ -194,14 +205,17 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int) -> Rounds
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         stuck = bool(log) and log[-1]["outcome"] == "unusable"  # then vary the next reply
-        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2)
+        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act)
         log.append(entry)
         if entry["outcome"] == "unusable":
             continue
         summary = words
         if not testing:
             files.keep()
-            break
+            entry["gap"] = gap()
+            if not entry["gap"]:
+                break
+            continue
         tests = entry["tests"] = _test(ctx)
         if best["status"] == "not_run" or rank(tests) >= rank(best):
             best, entry["outcome"] = tests, "kept"
@@ -212,7 +226,9 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int) -> Rounds
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            break
+            entry["gap"] = gap() if entry["outcome"] == "kept" else ""
+            if not entry["gap"]:
+                break
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
         raise InvalidModelResponse(f"no round produced a usable change ({reasons})"[:1500])
