@@ -280,68 +280,6 @@ def test_failing_tests_go_back_to_the_builder_with_their_output(spawn, workspace
     assert "return a * b + 1" in repair  # the file as it is now
 
 
-def test_a_change_without_a_test_gets_one_asked_for_and_the_test_drives_the_fix(spawn, workspace: Path,
-                                                                               tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    import sys
-
-    # Qwen2.5-Coder-1.5B under real lorch: fizzbuzz without "FizzBuzz", no test, old tests passing
-    (workspace / "tests").mkdir()
-    (workspace / "tests" / "test_greet.py").write_text("def test_greet():\n    assert True\n")
-    slip = json.dumps({"summary": "fizz", "files": [{"path": "fizz.py", "content":
-                       "def fizz(n):\n    return 'Fizz' if n % 3 == 0 else 'Buzz' if n % 5 == 0 else str(n)\n"}]})
-    sneaky = json.dumps({"summary": "t", "files": [{"path": "fizz.py", "content": "def fizz(n):\n    return ''\n"}]})
-    test = json.dumps({"summary": "a test", "files": [{"path": "tests/test_fizz.py", "content":
-                       "from fizz import fizz\n\n\ndef test_fizz():\n    assert fizz(15) == 'FizzBuzz'\n"
-                       "    assert fizz(3) == 'Fizz' and fizz(5) == 'Buzz' and fizz(7) == '7'\n"}]})
-    fix = json.dumps({"summary": "FizzBuzz first", "edits": [{"path": "fizz.py", "old": "return 'Fizz' if",
-                                                               "new": "return 'FizzBuzz' if n % 15 == 0 else 'Fizz' if"}]})
-    rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--test-command", f"{sys.executable} -m pytest -q -p no:cacheprovider",
-                  "--add-tests", "auto", replies=[slip, sneaky, test, fix])
-    done = events(agent.run(make_command("implement", inputs={"goal": "fizz(n) in fizz.py"})), "builder.completed")[-1]
-    assert done["payload"]["tests"]["status"] == "pass" and done["payload"]["test_repairs"] == 1
-    assert sorted(done["payload"]["files"]) == ["fizz.py", "tests/test_fizz.py"]
-    assert "'FizzBuzz' if n % 15 == 0" in (workspace / "fizz.py").read_text()
-    asks = [m[-1]["content"] for m in _requests(rec)]
-    assert "## Now: a test for your change" in asks[1] and "e.g. in tests/test_fizz.py" in asks[1]
-    assert "may only add or change test files; fizz.py is not one" in asks[2]  # the code is not the test's to touch
-    assert "## The tests failed after your change" in asks[3] and "assert 'Fizz' == 'FizzBuzz'" in asks[3]
-
-
-def test_a_test_answer_that_also_rewrites_the_code_keeps_only_its_test(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    (workspace / "tests").mkdir()
-    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
-    code = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"}]})
-    both = json.dumps({"summary": "t", "files": [{"path": "b.py", "content": "B = 2\n"},
-                                                  {"path": "tests/test_b.py", "content": "from b import B\n\n\n"
-                                                   "def test_b():\n    assert B == 1\n"}]})
-    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--add-tests", "auto", replies=[code, both, both, both])
-    out = agent.run(make_command("implement"))
-    done = events(out, "builder.completed")[-1]
-    assert sorted(done["payload"]["files"]) == ["b.py", "tests/test_b.py"]
-    assert (workspace / "b.py").read_text() == "B = 1\n" and "assert B == 1" in (workspace / "tests" / "test_b.py").read_text()
-    assert any(m.get("message") == "test answer: kept its test files, dropped the rest" for m in out)
-
-
-def test_a_change_that_brings_its_own_test_is_not_asked_again(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    (workspace / "tests").mkdir()
-    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
-    both = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"},
-                                                  {"path": "tests/test_b.py", "content": "def test_b():\n    pass\n"}]})
-    agent = spawn("builder", "--answers", "json", "--test-command", "true", "--add-tests", "auto", replies=[both])
-    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
-    assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["tests"]["status"] == "pass"
-
-
-def test_no_test_is_asked_for_by_default(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    (workspace / "tests").mkdir()
-    (workspace / "tests" / "test_a.py").write_text("def test_a():\n    assert True\n")
-    code = json.dumps({"summary": "b", "files": [{"path": "b.py", "content": "B = 1\n"}]})
-    done = events(spawn("builder", "--answers", "json", "--test-command", "true", replies=[code]).run(make_command("implement")),
-                  "builder.completed")[-1]
-    assert done["payload"]["usage"]["calls"] == 1 and done["payload"]["files"] == ["b.py"]
-
-
 def test_test_repairs_can_be_turned_off(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     wrong = json.dumps({"summary": "try", "edits": [{"path": "calc.py", "old": "a - b", "new": "a * b"}]})

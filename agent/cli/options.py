@@ -85,14 +85,6 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                         "(default 3; the command's deadline ends them sooner)")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
-    g.add_argument("--example-tries", type=int_in(0, 10), default=3, metavar="N",
-                   help="builder: candidates asked for per function, alone, and judged by the goal's examples "
-                        "in the sandbox before any is written: first for a bug or a new module the examples "
-                        "define, else when they fail after the answer (0: off)")
-    g.add_argument("--add-tests", choices=("goal", "auto", "off"), default="off",
-                   help="builder, for an implement in a project with tests: goal asks for a test of the goal "
-                        "before the code and keeps it only if it passes after the repairs; auto asks for a test "
-                        "after code that came without one (default: off)")
     g.add_argument("--max-tokens", type=int_in(1, 10_000_000), default=None,
                    metavar="N",
                    help="max_tokens for every model request (default: per role, builder 3072, others 1024)")
@@ -268,8 +260,7 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
         max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
-        test_repairs=args.test_repairs, add_tests=args.add_tests, builder_rounds=args.builder_rounds,
-        example_tries=args.example_tries)
+        test_repairs=args.test_repairs, builder_rounds=args.builder_rounds)
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

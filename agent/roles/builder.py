@@ -8,7 +8,6 @@ listing of the project's own files (never lorch's bookkeeping).
 
 from __future__ import annotations
 
-import builtins
 import copy
 import re
 from dataclasses import replace
@@ -36,16 +35,12 @@ from agent.roles.changes import (
     PROSE_SUFFIXES,
     FileWrite,
     check_change_entries,
-    is_test_path,
     named_definitions,
     planned_writes,
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.definition_alone import new_definitions_named, write_named_definitions
-from agent.roles.example_fix import fix_from_examples, new_module_from_examples
-from agent.roles.goal_examples import Example, examples_of, failed_text, run_examples, said
-from agent.roles.new_tests import ask_for_tests, ask_goal_test, goal_test_writes, wants_goal_test, wants_tests
+from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
@@ -168,7 +163,7 @@ def _alias(entry: Any, aliases: dict[str, tuple[str, ...]]) -> Any:
     return out
 
 
-def _rules(ctx: CommandContext, examples: list[Example]):  # type: ignore[no-untyped-def]
+def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def check(answer: dict[str, Any]) -> None:
         writes = planned_writes(ctx.workspace, answer)
         for w in writes:  # the role's path policy and the secret guard, while the model can still repair
@@ -178,20 +173,15 @@ def _rules(ctx: CommandContext, examples: list[Example]):  # type: ignore[no-unt
                                 f"(like [{EDIT_SHAPE}]), or say in `no_changes_reason` why nothing needs to change")
         same = unchanged_code(ctx.workspace, writes) if ctx.cmd.action == "implement" and not _about_prose(ctx) else []
         if same:
-            # Measured (1.5B, fix-temperature): "No changes needed", three times. Quoting the
-            # function the goal names, next to the goal's own values, is what it has not looked at.
             goal = " ".join(strings_in(ctx.cmd.inputs))
             shown = "".join(f"\n```\n{d}\n```" for d in named_definitions(ctx.workspace, same, goal))
-            ran = failed_text(run_examples(ctx, examples)) if examples else ""
-            if ran:
-                shown += f"\nThe goal's own examples, run on this code:\n{ran}"
             raise StartOver(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
-                                "or layout differ), so the task is not done. "
-                                + (f"The goal names this code, as it is now:{shown}\nWork out step by step what it "
-                                   "returns for the values in the goal; where that differs from what the goal "
-                                   "says, change it." if shown else
-                                   "Read the goal again and change the code it names so that it does what the goal "
-                                   "asks"))
+                            "or layout differ), so the task is not done. "
+                            + (f"The goal names this code, as it is now:{shown}\nWork out step by step what it "
+                               "returns for the values in the goal; where that differs from what the goal "
+                               "says, change it." if shown else
+                               "Read the goal again and change the code it names so that it does what the goal "
+                               "asks"))
     return check
 
 
@@ -275,8 +265,7 @@ def _run_tests(ctx: CommandContext) -> dict[str, Any]:
     return tests
 
 
-def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any],
-                 missed: list[dict[str, Any]]) -> Answer | None:
+def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -> Answer | None:
     """One more answer, shown the failing test output and the files as they are now; None if none came.
 
     lorch fails the run on the first `builder.completed` whose tests fail, so the builder's only
@@ -284,17 +273,12 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any],
     """
     budget = PromptBuilder(ctx.settings.budget)
     user = builder_prompt(ctx, budget, [a.path for a in ctx.artifacts])
-    if tests["status"] == "fail":
-        tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
-        user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
-                 "Fix the code so that the tests pass; the files above show your change. Do not weaken the tests "
-                 "that were there before; a test you added for this task may be corrected only where it "
-                 "contradicts the goal.")
-    if missed:
-        user += ("\n## The goal's own examples, run on your change\n" + failed_text(missed) +
-                 "\nFix the code so that each example gives what the goal says; the files above show your change.")
-    what = "tests failed" if tests["status"] == "fail" else "the goal's examples failed"
-    ctx.progress(f"{what}; asking the model to fix them", stage="implementing", progress=0.6)
+    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
+    user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
+             "Fix the code so that the tests pass; the files above show your change. Do not weaken the tests "
+             "that were there before; a test you added for this task may be corrected only where it "
+             "contradicts the goal.")
+    ctx.progress("tests failed; asking the model to fix them", stage="implementing", progress=0.6)
     try:
         return obtain_answer(ctx, replace(spec, anchors=tuple(budget.whole.items())), user)
     except ShuttingDown:
@@ -312,71 +296,6 @@ def _write_all(ctx: CommandContext, writes: list[FileWrite], ledger: TestLedger 
         if ledger is not None:
             ledger.note(write.path)
         ctx.write(write.path, write.content)
-
-
-def _examples_now(ran: list[dict[str, Any]]) -> str:
-    """The goal's examples run on the code before the change, for the first prompt ('' when none ran).
-
-    Measured (1.5B, fix-temperature, eight runs): the first answer quoted the buggy function back
-    as it was ("No changes needed"), and no repair message broke that frame. What the code returns
-    for the goal's own values is evidence it can see from the start. Examples of functions no
-    module defines yet (a new module) are left out: they say nothing before the change.
-    """
-    ran = [r for r in ran if r.get("path")]
-    if not ran:
-        return ""
-    return ("\n## The goal's own examples, run by the agent on the code as it is now\n" + "\n".join(
-        f"- {r['call']}: " + ("gives what the goal says" if r["held"] else f"returns {r['got']}; the goal says "
-                                                                         f"{said(r['expected'])}") for r in ran) + "\n")
-
-
-def _by_examples(ctx: CommandContext, examples: list[Example],
-                 checked: list[dict[str, Any]]) -> tuple[list[FileWrite], list[str]]:
-    """Functions whose goal examples fail, each asked for alone and judged by them (example_fix.py)."""
-    if not any(not r["held"] and r.get("path") for r in checked) or ctx.settings.example_tries <= 0:
-        return [], []
-    return fix_from_examples(ctx, examples, checked, ctx.settings.example_tries)
-
-
-def _python_paths_named(ctx: CommandContext) -> list[str]:
-    """The `.py` paths the command's inputs name, in order, without repeats."""
-    return list(dict.fromkeys(re.findall(r"[\w./-]+\.py\b", " ".join(strings_in(ctx.cmd.inputs)))))
-
-
-def _a_module_the_examples_define(ctx: CommandContext, examples: list[Example], now: list[dict[str, Any]]) -> str | None:
-    """The one new `.py` file an `implement` asks for, when the goal's examples call functions no module
-    has yet and the goal calls no other function: its functions are asked for one by one, each checked
-    against its examples. None otherwise.
-
-    Measured (1.5B, fizzbuzz asked for alone with its example): "FizzBuzz" handled in 3 of 3 samples;
-    in the JSON answer under real lorch it was missed in about one run of four.
-    """
-    if ctx.cmd.action != "implement" or not examples or ctx.settings.example_tries <= 0 \
-            or any(r.get("path") for r in now):
-        return None
-    text = " ".join(strings_in(ctx.cmd.inputs))
-    named = [p for p in _python_paths_named(ctx) if not is_test_path(p) and not ctx.workspace.exists(p)]
-    called = set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\(", text)) - set(dir(builtins))
-    if len(named) != 1 or not called <= {e.name for e in examples} or len(called) > 3:
-        return None
-    return str(named[0])
-
-
-def _a_fix_the_examples_define(ctx: CommandContext, now: list[dict[str, Any]]) -> bool:
-    """An `implement` whose goal gives examples, some failing on the code as it is, all of functions the
-    project already has: a bug fix the examples define, so the functions are asked for alone first.
-
-    Measured (1.5B, asked for the function alone with its examples): fahrenheit_to_celsius right in
-    6 of 6 samples, is_palindrome with `isalnum()` (not a list of the example's punctuation) in 3 of 3.
-    In the JSON answer it quoted the temperature bug back in ten of eleven runs, and stripped only
-    `,:.` from palindromes in several.
-    """
-    failing = [r for r in now if not r["held"]]
-    if ctx.cmd.action != "implement" or not failing or ctx.settings.example_tries <= 0:
-        return False
-    # "Create stats.py with mean(...)" while mathutil.py has a mean: a module to write, not one to fix
-    named = set(_python_paths_named(ctx))
-    return all(r.get("path") and (not named or r["path"] in named) for r in failing)
 
 
 def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | None:
@@ -432,6 +351,18 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
     return Outcome("builder.completed", payload, status="success")
 
 
+def _answered(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer | Outcome:
+    """The answer loop's answer (JSON or Lua plan), or the code kept as it is when none came."""
+    ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
+    try:
+        return obtain_answer(ctx, spec, user)
+    except InvalidModelResponse as exc:
+        kept = _kept_as_is(ctx, exc)
+        if kept is None:
+            raise
+        return kept
+
+
 def handle(ctx: CommandContext) -> Outcome:
     if ctx.settings.test_command:  # refuse before spending a model call on work we could not test
         from agent.sandbox import ensure_commands_allowed
@@ -440,73 +371,20 @@ def handle(ctx: CommandContext) -> Outcome:
     if builder_writes_text(ctx.settings.answers, ctx.model):
         return _handle_in_rounds(ctx)
     budget = PromptBuilder(ctx.settings.budget)
-    user = builder_prompt(ctx, budget)
-    examples = examples_of(ctx)
-    now = run_examples(ctx, examples)
-    user += _examples_now(now)
-    goal_test = ask_goal_test(ctx, user) if wants_goal_test(ctx) else None
-    spec = AnswerSpec("builder", "planning", _rules(ctx, examples), _prepare, _salvage(ctx), guard_answer=False,
+    user = builder_prompt(ctx, budget)  # first: it fills budget.whole, the files an edit may copy
+    spec = AnswerSpec("builder", "planning", _rules(ctx), _prepare, _salvage(ctx), guard_answer=False,
                       narrow=whole_files_form(), salvage_early=_salvage(ctx, only_prose=True),
                       anchors=tuple(budget.whole.items()))
+    answer = _answered(ctx, spec, user)
+    if isinstance(answer, Outcome):
+        return answer
     ledger = TestLedger(ctx)
-    module = _a_module_the_examples_define(ctx, examples, now)
-    fixing = _a_fix_the_examples_define(ctx, now) or module is not None  # asked once per command, not again below
-    if module is not None:
-        first, rewritten = new_module_from_examples(ctx, examples, module, ctx.settings.example_tries)
-        verb = f"Wrote {module} with"
-    else:
-        first, rewritten = _by_examples(ctx, examples, now) if fixing else ([], [])
-        verb = "Rewrote"
-    if first:
-        answer = Answer({"summary": f"{verb} {', '.join(rewritten)} so that the goal's examples hold: "
-                                    + "; ".join(e.claim for e in examples)[:400]}, "examples", 0, form="function")
-    else:
-        ctx.progress("asking the model for a plan", stage="planning", progress=0.1)
-        try:
-            answer = obtain_answer(ctx, spec, user)
-            first = planned_writes(ctx.workspace, answer.data)
-        except InvalidModelResponse as exc:
-            first, rewritten = ([], []) if fixing else _by_examples(ctx, examples, run_examples(ctx, examples))
-            fixing = True
-            if first:
-                ctx.log("warn", "builder: no valid answer came; the functions the goal's examples name were "
-                        "written alone", reason=exc.message[:300], functions=rewritten)
-                answer = Answer({"summary": f"Rewrote {', '.join(rewritten)} so that the goal's examples hold "
-                                            f"(no valid whole answer came: {exc.message[:200]})"}, "examples", 0,
-                                form="function")
-            else:
-                wanted = new_definitions_named(ctx)
-                first, added = write_named_definitions(ctx, wanted) if wanted else ([], [])
-                if not first:
-                    kept = _kept_as_is(ctx, exc)
-                    if kept is None:
-                        raise
-                    return kept
-                ctx.log("warn", "builder: no valid answer came; the definitions the goal names were written alone",
-                        reason=exc.message[:300], definitions=added)
-                answer = Answer({"summary": f"Added {', '.join(added)} to {wanted[0].path}, each written alone "
-                                            f"(no valid whole answer came: {exc.message[:200]})"}, "definition", 0,
-                                form="function")
-    _write_all(ctx, first, ledger)
-    written = [a.path for a in ctx.artifacts]
-    goal_files = goal_test_writes(ctx, goal_test, written) if goal_test else []
-    _write_all(ctx, goal_files, ledger)
-    if wants_tests(ctx, written):
-        _write_all(ctx, ask_for_tests(ctx, builder_prompt(ctx, PromptBuilder(ctx.settings.budget), written),
-                                      written), ledger)
+    _write_all(ctx, planned_writes(ctx.workspace, answer.data), ledger)
     tests = _run_tests(ctx)
-    checked = run_examples(ctx, examples)
-    if not fixing:
-        fixes, rewritten = _by_examples(ctx, examples, checked)
-        if fixes:
-            _write_all(ctx, fixes, ledger)
-            tests = _run_tests(ctx)
-            checked = run_examples(ctx, examples)
     repairs = 0
-    while (tests["status"] == "fail" or not all(r["held"] for r in checked)) \
-            and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
+    while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
         repairs += 1
-        fixed = _test_repair(ctx, spec, tests, [r for r in checked if not r["held"]])
+        fixed = _test_repair(ctx, spec, tests)
         if fixed is None:
             break
         writes = planned_writes(ctx.workspace, fixed.data)
@@ -515,7 +393,6 @@ def handle(ctx: CommandContext) -> Outcome:
         answer = fixed
         _write_all(ctx, writes, ledger)
         tests = _run_tests(ctx)
-        checked = run_examples(ctx, examples)
     tests, taken_out, reverted = ledger.settle(tests, lambda: _run_tests(ctx))
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
@@ -526,17 +403,8 @@ def handle(ctx: CommandContext) -> Outcome:
         payload["changes_reverted"] = reverted
         payload["summary"] = ("Change withdrawn: it failed the project's tests after the repairs, which pass on the "
                               "code as it was. The model's summary: " + str(answer.data["summary"])[:300])
-        checked = run_examples(ctx, examples)
-    if checked:
-        payload["goal_examples"] = {"held": sum(r["held"] for r in checked), "of": len(checked),
-                                    "failed": [r for r in checked if not r["held"]]}
-    if goal_files:
-        payload["goal_test"] = {"status": "taken_out" if taken_out and goal_files[0].path in taken_out["files"]
-                                else "kept", "files": [w.path for w in goal_files]}
     if repairs:
         payload["test_repairs"] = repairs
-    if rewritten:
-        payload["rewritten_for_examples"] = rewritten
     if answer.data.get("no_changes_reason") and not ctx.artifacts:
         payload["no_changes_reason"] = answer.data["no_changes_reason"]
     cuts = report_cuts(ctx, budget)

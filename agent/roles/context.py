@@ -41,8 +41,6 @@ class RoleSettings:
     context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
     test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
     builder_rounds: int = 3  # builder, answers as text: write → test → read the failures rounds (builder_rounds.py)
-    example_tries: int = 3  # builder: candidates of a function whose goal examples fail (example_fix.py)
-    add_tests: str = "off"  # builder: "auto" asks for a test after code without one, "goal" before the code (new_tests.py)
 
     @property
     def prefer_plans(self) -> bool:

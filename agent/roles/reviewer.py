@@ -21,7 +21,7 @@ from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.definition_alone import new_definitions_named
+from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples, said
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
