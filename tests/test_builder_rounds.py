@@ -121,3 +121,15 @@ def test_passing_tests_with_a_definition_the_goal_names_still_missing_get_one_mo
     out = builder.handle(ctx)
     assert out.payload["rounds"] == 2 and "def sub" in (tmp_path / "calc.py").read_text()
     assert "calc.py does not define sub(a, b)" in model.requests[1].messages[-1]["content"]
+
+
+def test_the_goals_examples_guide_the_first_prompt_and_a_no_change_reply_sees_the_code(tmp_path: Path) -> None:
+    same = 'calc.py\n```python\ndef add(a, b):\n    """Sum."""\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n```\n'
+    ctx, model = _ctx(tmp_path, [same, RIGHT])
+    ctx.cmd.inputs["goal"] = "Fix calc.py: add(2, 3) must return 5 and mul(2, 3) must return 6."
+    out = builder.handle(ctx)
+    first, second = (r.messages[-1]["content"] for r in model.requests)
+    assert "- add(2, 3): returned -1; the goal says 5" in first
+    assert "The task names this code, as it is now:" in second and "def add(a, b):\n    return a - b" in second
+    assert "- add(2, 3): returned -1" in second  # nothing was written yet: still what the code returns
+    assert out.payload["tests"]["status"] == "pass"

@@ -41,6 +41,7 @@ from agent.roles.changes import (
 )
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.goal_definitions import new_definitions_named
+from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
@@ -50,6 +51,7 @@ from agent.roles.prompting import (
     report_cuts,
     small_project_files,
 )
+from agent.roles.task_files import builder_files, find_spec
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import run_tests
 from agent.workspace import sanitize_id
@@ -84,8 +86,6 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
     named += [o.path for o in cmd.expected_outputs]
     named += paths_named_in(list(strings_in(cmd.inputs)), listing)
     if cmd.action == "implement_changes":
-        from agent.roles.reviewer import builder_files
-
         for rel in feedback_files(cmd.task_id):
             named += _cited_paths(ctx, rel)
             named += paths_named_in(list(strings_in(_load_json(ctx, rel))), listing)
@@ -108,8 +108,6 @@ def _load_json(ctx: CommandContext, rel: str) -> Any:
 
 def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:
     """The builder's user message; `also` adds files it must see (what it just wrote, in a test repair)."""
-    from agent.roles.spec_maintainer import find_spec
-
     cmd = ctx.cmd
     listing = project_files(ctx.workspace, 200)
     spec = find_spec(ctx)
@@ -321,11 +319,15 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
 def _handle_in_rounds(ctx: CommandContext) -> Outcome:
     """Files as text, in rounds against the tests (builder_rounds.py): the default form."""
     budget = PromptBuilder(ctx.settings.budget)
+    # What the goal's own examples return today guides the first rounds (it never judges one); once a
+    # round has written files, those results are stale.
+    checked = [r for r in run_goal_examples(ctx) if r.get("path")] if ctx.settings.test_command else []
+    today = "\n" + examples_section(checked) + "\n" if any(not r["held"] for r in checked) else ""
 
     def prompt_for(round_budget: PromptBuilder, written: list[str]) -> str:
         nonlocal budget
         budget = round_budget
-        return builder_prompt(ctx, round_budget, written)
+        return builder_prompt(ctx, round_budget, written) + ("" if written else today)
     def gap() -> str:
         missing = new_definitions_named(ctx)
         return "".join(f"{d.path} does not define {d.name}({d.params})" + (f" in class {d.cls}" if d.cls else "")

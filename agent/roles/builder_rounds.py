@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
+from agent.answers import strings_in
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
-from agent.roles.changes import FileWrite, is_test_path, planned_writes, unchanged_code
+from agent.roles.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.roles.context import CommandContext
 from agent.roles.project_files import bookkeeping_reason, project_files
 from agent.roles.prompting import read_project_text
@@ -123,8 +124,13 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
         return [], "it left every file exactly as it was"
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if same:  # passing tests prove nothing about a change that changes nothing
+        named = named_definitions(ctx.workspace, same, " ".join(strings_in(ctx.cmd.inputs)))
+        shown = "".join(f"\n```\n{d}\n```" for d in named)
         return [], (f"it leaves what {', '.join(same)} does exactly as it was (only layout or docstrings differ), "
-                    "so the task is not done: change the code the task is about")
+                    "so the task is not done: change the code the task is about"
+                    + (f". The task names this code, as it is now:{shown}\nWork out step by step what it returns "
+                       "for the values in the task; where that differs from what the task says, change it"
+                       if shown else ""))
     return writes, ""
 
 

@@ -15,7 +15,7 @@ from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing, Sec
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.prompting import quote_files, quote_json, report_cuts
-from agent.roles.spec_maintainer import SPEC_SEARCH
+from agent.roles.task_files import SPEC_SEARCH
 from agent.workspace import sanitize_id
 
 __all__ = ["handle"]

@@ -10,19 +10,18 @@ changes ends the loop (`review_loop_limit`).
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer, strings_in
+from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.goal_definitions import new_definitions_named
-from agent.roles.goal_examples import examples_section, run_goal_examples, said
+from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -33,33 +32,13 @@ from agent.roles.prompting import (
     report_cuts,
     small_project_files,
 )
+from agent.roles.task_files import builder_files, examples_for_plans, restatable_text, restates_goal
 from agent.workspace import AGENT_DIR, sanitize_id
 
-__all__ = ["handle", "builder_files", "grounding_errors", "diff_summary", "restates_goal", "restatable_text",
-           "examples_for_plans"]
+__all__ = ["handle", "grounding_errors", "diff_summary"]
 
-_BUILDER_RECEIPT = re.compile(r"^(implement|implement_changes)-(\d+)\.json$")
 _SNAPSHOT_BYTES = 64 * 1024
 _DIFF_LINES = 60
-
-
-def builder_files(ctx: CommandContext) -> list[str]:
-    """Files the builder wrote for this task, from its receipts (sorted, unique)."""
-    task_dir = f"receipts/{sanitize_id(ctx.cmd.task_id)}"
-    try:
-        names = [name for name, _ in ctx.workspace.listdir(task_dir)]
-    except (OSError, AgentError):
-        return []
-    paths: set[str] = set()
-    for name in names:
-        if not _BUILDER_RECEIPT.match(name):
-            continue
-        try:
-            data = orjson.loads(ctx.workspace.read_bytes(f"{task_dir}/{name}"))
-            paths.update(a["path"] for a in data.get("artifacts", []))
-        except (OSError, AgentError, orjson.JSONDecodeError, KeyError, TypeError):
-            continue
-    return sorted(paths)
 
 
 def _review_file(task_id: str) -> str:
@@ -167,37 +146,6 @@ def grounding_errors(ctx: CommandContext, findings: list[dict[str, Any]]) -> dic
     return errors
 
 
-_WORD = re.compile(r"[a-z_][a-z0-9_]{2,}|\d+")
-_PLAIN = frozenset("the and for that this with goal function method code should must needs need not are was "
-                   "its from into when then also all any has have does did make sure".split())
-
-
-def restates_goal(comment: str, goal: str) -> bool:
-    """A finding that is the goal said again (at least 5 words besides plain ones like "the" or
-    "function", at most one in ten not the goal's; an input of its own makes it concrete): nothing
-    the builder can act on. Measured (Qwen2.5-Coder-0.5B under real lorch, fix-palindrome): "The goal
-    is to fix the is_palindrome function in palindrome.py to ignore case, spaces and punctuation,
-    so it returns True" for code whose examples held, every round; each time the builder was asked
-    again and broke the function."""
-    words = [w for w in _WORD.findall(comment.lower()) if w not in _PLAIN]
-    known = set(_WORD.findall(goal.lower()))
-    return len(words) >= 5 and sum(w not in known for w in words) <= len(words) // 10
-
-
-def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
-    """What a finding may only say again: the goal, the reviewer's own instructions and the
-    project's prose files under review (spec, plan). Measured (0.5B under real lorch): after a start
-    over, its finding was the role's instructions ("…review the implementation of the task against
-    its goal, using the files quoted below…") four rounds running; in another run the spec's Status
-    line ("celsius_to_fahrenheit works, but T-001 has a bug")."""
-    from agent.roles.prompting import system_prompt
-
-    docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
-    # The paths themselves too: naming a file says nothing it must change (run V, 0.5B: the goal said
-    # again of "tests/test_palindrome.py", four rounds, until review_loop_limit on right code).
-    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs, *shown])
-
-
 def _only_the_goal_again(answer: dict[str, Any], checked: list[dict[str, Any]], known: str) -> bool:
     """`changes_requested` whose every finding restates `known` (restatable_text), while every one
     of the goal's examples holds (and there are some): the review names nothing the code does wrong."""
@@ -253,19 +201,6 @@ def _salvage(ctx: CommandContext, checked: list[dict[str, Any]], known: str):  #
             return None
         return {**answer, "findings": kept}
     return salvage
-
-
-def _example_path(ctx: CommandContext, result: dict[str, Any], to_read: list[str]) -> str:
-    """The file a finding about an example cites: the function's module, else a file the builder wrote
-    or one under review."""
-    return str(result.get("path") or next(iter([*builder_files(ctx), *to_read]), "."))
-
-
-def examples_for_plans(ctx: CommandContext, checked: list[dict[str, Any]], to_read: list[str]) -> list[dict[str, Any]]:
-    """`context.examples` of a review plan: each example as the agent ran it, ready to cite."""
-    return [{"call": r["call"], "held": bool(r["held"]), "got": str(r.get("got", "")),
-             "expected": said(r["expected"]), "path": _example_path(ctx, r, to_read),
-             **({"line": r["line"]} if isinstance(r.get("line"), int) else {})} for r in checked]
 
 
 def _definitions_decide(ctx: CommandContext, data: dict[str, Any]) -> None:

@@ -6,7 +6,6 @@ edit is refused with `forbidden_spec_edit` (sent back to the model for repair fi
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -21,33 +20,22 @@ from agent.roles.context import CommandContext, Outcome
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
-from agent.roles.reviewer import builder_files, examples_for_plans, restatable_text, restates_goal
+from agent.roles.task_files import (
+    builder_files,
+    examples_for_plans,
+    find_spec,
+    restatable_text,
+    restates_goal,
+)
 from agent.workspace import sanitize_id
 
-__all__ = ["handle", "find_spec", "apply_section_edits", "ALLOWED_SECTIONS"]
+__all__ = ["handle", "apply_section_edits", "ALLOWED_SECTIONS"]
 
 ALLOWED_SECTIONS = ("Status", "Changelog", "Completion", "Open Questions")
-SPEC_SEARCH = ("MASTER-SPEC.md", "SPEC.md", "spec.md", "specs/MASTER-SPEC.md", "specs/SPEC.md",
-               "docs/MASTER-SPEC.md", "docs/SPEC.md")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TOP_HEADING = re.compile(r"^#{1,2}\s")
 EVENTS = {"updated": "spec.updated", "no_changes_needed": "spec.no_changes_needed",
           "changes_requested": "spec.changes_requested"}
-
-
-def find_spec(ctx: CommandContext) -> str | None:
-    """The configured spec path, else the first of SPEC_SEARCH, else the first Markdown file in specs/."""
-    if ctx.settings.spec_path:
-        return ctx.settings.spec_path if ctx.workspace.exists(ctx.settings.spec_path) else None
-    found = next((p for p in SPEC_SEARCH if ctx.workspace.exists(p)), None)
-    if found:
-        return found
-    try:
-        names = sorted(os.listdir(ctx.workspace.resolve("specs")))
-    except (AgentError, OSError):
-        return None
-    return next((f"specs/{n}" for n in names if n.lower().endswith(".md") and not n.startswith(".")
-                 and ctx.workspace.is_file(f"specs/{n}", policy=AGENT)), None)
 
 
 def _canonical(section: str) -> str | None:

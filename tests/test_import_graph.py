@@ -1,0 +1,128 @@
+"""The import graph of `agent/`, imports inside functions included: layers point one way.
+
+An import placed inside a function closes a cycle as surely as one at the top, so both count;
+only `if TYPE_CHECKING:` blocks (never run) are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ROLES = {"agent.roles.builder", "agent.roles.reviewer", "agent.roles.spec_maintainer", "agent.roles.orchestration"}
+# The one tangle left (the answer loop, the plan tools and the prompt helpers import one another).
+# It may only shrink: a new cycle, or a module joining this one, fails the test.
+TANGLE = {"agent.answers", "agent.plans.lint", "agent.plans.loop_cut", "agent.plans.sandbox", "agent.plans.tools",
+          "agent.plans.unclosed", "agent.roles.answer_form", "agent.roles.changes", "agent.roles.prompting",
+          "agent.skills.agent_skills", "agent.skills.catalog"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (ROOT / "agent").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under `if TYPE_CHECKING:`."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in _nodes(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([base] if base else [])])
+                # `from pkg import sub` imports the submodule when there is one, else the package
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            for target in targets:
+                while target and target not in mods:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def test_the_graph_sees_imports_inside_functions() -> None:
+    graph = import_graph()
+    assert "agent.sandbox.spawn" in graph["agent.roles.testrun"]  # imported inside run_tests only
+
+
+def test_no_cycle_but_the_known_tangle_and_that_one_only_shrinks() -> None:
+    found = cycles(import_graph())
+    assert all(c <= TANGLE for c in found), [sorted(c - TANGLE) for c in found]
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [{"a", "b", "c"}]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_role_never_imports_another_role() -> None:
+    graph = import_graph()
+    crossing = {role: sorted(graph[role] & (ROLES - {role})) for role in ROLES}
+    assert not any(crossing.values()), crossing
