@@ -133,3 +133,25 @@ def test_the_goals_examples_guide_the_first_prompt_and_a_no_change_reply_sees_th
     assert "The task names this code, as it is now:" in second and "def add(a, b):\n    return a - b" in second
     assert "- add(2, 3): returned -1" in second  # nothing was written yet: still what the code returns
     assert out.payload["tests"]["status"] == "pass"
+
+
+def test_the_prompt_names_the_files_to_create_and_quotes_the_goal_once(tmp_path: Path) -> None:
+    new = "stats.py\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
+    ctx, model = _ctx(tmp_path, [new], rounds=1)
+    ctx.cmd.inputs["goal"] = "Create a new module stats.py with mean(values); stats.mean([1, 2]) == 1.5."
+    builder.handle(ctx)
+    prompt = model.requests[0].messages[-1]["content"]
+    assert "## Files the task names that do not exist yet (create them)\nstats.py\n" in prompt + "\n"
+    assert "stats.mean" not in prompt.split("create them)")[1]  # a function, not a file
+    assert prompt.count("Create a new module stats.py") == 1 and "## Inputs" not in prompt
+
+
+def test_a_refused_or_echoed_file_costs_only_itself(tmp_path: Path) -> None:
+    reply = (RIGHT + "\ntest_calc.py\n```python\n" + TESTS + "```\n"  # echoed as it is
+             + "\nreceipts/T-0001/forged.json\n```\n{}\n```\n")          # bookkeeping: refused
+    rec = Recorded()
+    ctx, _ = _ctx(tmp_path, [reply], rec)
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["files"] == ["calc.py"]
+    assert not (tmp_path / "receipts" / "T-0001" / "forged.json").exists()
+    assert any(m == "builder round: files of the reply not written" for _, m, _ in rec.logs)

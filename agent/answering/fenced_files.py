@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 __all__ = ["FencedFile", "files_in_reply", "FORMAT_RULES"]
 
-FORMAT_RULES = ("Answer with every file you change or create: the file's path on a line of its own, then the "
-                "whole new content of the file in a fenced code block (``` on the lines before and after it). "
+FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
+                "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
                 "Give each file complete, from its first line to its last: never leave parts out or write "
                 "\"rest unchanged\". Say nothing else.")
 

@@ -42,7 +42,7 @@ from agent.roles.changes import (
 from agent.roles.context import CommandContext, Outcome
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples
-from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
+from agent.roles.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,
@@ -116,17 +116,22 @@ def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] |
     parts = [f"# Task {cmd.task_id}: {cmd.action}"]
     if isinstance(cmd.inputs.get("goal"), str):
         parts.append(f"## Goal\n{cmd.inputs['goal']}\n")
-    parts.append(quote_json("Inputs", cmd.inputs))
+    if set(cmd.inputs) - {"goal"}:  # the goal alone is quoted once: a small model echoes what it sees twice
+        parts.append(quote_json("Inputs", cmd.inputs))
     if spec:
         parts.append("## Spec\n" + quote_files(ctx, budget, [spec]))
     small = small_project_files(ctx, listing, {*must, *([spec] if spec else [])})
     if small:
-        parts.append("## Other project files\n" + quote_files(ctx, budget, small))
+        parts.append("## Other project files (for reference: give one back only if you change it)\n"
+                     + quote_files(ctx, budget, small))
     if cmd.action == "implement_changes":
         parts.append("## Feedback to address\n" + (quote_feedback(ctx, budget, feedback_files(cmd.task_id))
                                                    or "(no review or spec notes found)"))
     parts.append("## Files to change (current content)\n" + (quote_files(ctx, budget, must)
                                                              or "(none of the named files exist yet)"))
+    new_files = new_paths_named(list(strings_in(cmd.inputs)), listing)
+    if new_files:
+        parts.append("## Files the task names that do not exist yet (create them)\n" + "\n".join(new_files))
     parts.append("## Project files\n" + ("\n".join(listing) or "(the project has no files yet)"))
     return "\n".join(parts)
 

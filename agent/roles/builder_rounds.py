@@ -21,7 +21,7 @@ from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
 from agent.roles.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.roles.context import CommandContext
-from agent.roles.project_files import bookkeeping_reason, project_files
+from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 
@@ -108,20 +108,26 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
     if not found:
         return [], ("it had no file in the form asked for (the path on its own line, then the whole file in a "
                     "fenced block)")
-    kept = [f for f in found if not (is_test_path(f.path) and f.path in listing and f.path not in files.before)
-            and bookkeeping_reason(f.path) is None]
-    refused = sorted({f.path for f in found} - {f.path for f in kept})
-    if not kept:
-        return [], f"it only changed the project's tests ({', '.join(refused)}), which must stay as they are"
-    try:
-        writes = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content} for f in kept]})
-        for w in writes:  # the role's path policy and the secret guard, before anything is written
-            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
-    except AgentError as exc:
-        return [], exc.message[:600]
-    writes = [w for w in writes if files.read(w.path) != w.content.encode()]
+    writes: list[FileWrite] = []
+    refused: list[str] = []
+    for f in found:  # each file on its own: an echoed or refused file costs only itself
+        if is_test_path(f.path) and f.path in listing and f.path not in files.before:
+            refused.append(f"{f.path}: the project's tests must stay as they are")
+            continue
+        if files.read(f.path) == f.content.encode():
+            continue  # given back as it is: no change, no reason to refuse the rest
+        try:
+            [write] = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content}]})
+            ctx.workspace.check_write(write.path, write.content, policy=ctx.policy)  # path policy, secret guard
+        except AgentError as exc:
+            refused.append(exc.message[:300])
+            continue
+        if files.read(write.path) != write.content.encode():
+            writes.append(write)
+    if refused:
+        ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
     if not writes:
-        return [], "it left every file exactly as it was"
+        return [], "; ".join(refused) if refused else "it left every file exactly as it was"
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if same:  # passing tests prove nothing about a change that changes nothing
         named = named_definitions(ctx.workspace, same, " ".join(strings_in(ctx.cmd.inputs)))

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from agent.workspace import DIGEST_EXCLUDES, Workspace
 
-__all__ = ["BOOKKEEPING_DIRS", "BOOKKEEPING_FILES", "FEEDBACK_DIRS", "bookkeeping_reason", "project_files",
+__all__ = ["new_paths_named", "BOOKKEEPING_DIRS", "BOOKKEEPING_FILES", "FEEDBACK_DIRS", "bookkeeping_reason", "project_files",
            "paths_named_in", "line_count"]
 
 BOOKKEEPING_DIRS = frozenset(DIGEST_EXCLUDES)
@@ -50,6 +50,25 @@ def project_files(workspace: Workspace, limit: int = 200) -> list[str]:
             if len(out) >= limit:
                 break
     return out
+
+
+_FILE_KINDS = frozenset("py pyi md rst txt json toml yaml yml cfg ini csv js ts jsx tsx go rs c h cc cpp hpp java "
+                        "kt rb php sh lua html css sql".split())
+
+
+def new_paths_named(texts: Iterable[str], existing: Iterable[str]) -> list[str]:
+    """Paths the texts name that are no project file and no file name of one: files to create, in order."""
+    existing = list(existing)
+    known = set(existing) | {rel.rsplit("/", 1)[-1] for rel in existing}
+    found: list[str] = []
+    for text in texts:
+        for word in _PATHISH.findall(text):
+            word = word.removeprefix("./")
+            # a file kind by its extension, so `stats.mean(…)` or "e.g." name no file
+            if word.rpartition(".")[2].lower() in _FILE_KINDS and word not in known and word not in found \
+                    and bookkeeping_reason(word) is None:
+                found.append(word)
+    return found
 
 
 def paths_named_in(texts: Iterable[str], existing: Iterable[str]) -> list[str]:
