@@ -110,7 +110,7 @@ def test_a_change_that_does_the_same_is_no_change_for_implement(tmp_path: Path) 
     ctx, model = _ctx(tmp_path, [same, RIGHT])
     out = builder.handle(ctx)
     assert [r["outcome"] for r in out.payload["round_log"]] == ["unusable", "kept"]
-    assert "exactly as it was" in model.requests[1].messages[-1]["content"]
+    assert "doing exactly what it did" in model.requests[1].messages[-1]["content"]
 
 
 def test_passing_tests_with_a_definition_the_goal_names_still_missing_get_one_more_round(tmp_path: Path) -> None:
@@ -155,3 +155,16 @@ def test_a_refused_or_echoed_file_costs_only_itself(tmp_path: Path) -> None:
     assert out.payload["tests"]["status"] == "pass" and out.payload["files"] == ["calc.py"]
     assert not (tmp_path / "receipts" / "T-0001" / "forged.json").exists()
     assert any(m == "builder round: files of the reply not written" for _, m, _ in rec.logs)
+
+
+def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and_merged(tmp_path: Path) -> None:
+    quoted = f"No changes needed.\n\ncalc.py\n```python\n{CALC}```\n"
+    alone = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
+    ctx, model = _ctx(tmp_path, [quoted, alone], rounds=2)
+    ctx.cmd.inputs["goal"] = "Fix mul(a, b) in calc.py: mul(2, 3) must return 6."
+    out = builder.handle(ctx)
+    second = model.requests[1].messages[-1]["content"]
+    assert "def mul(a, b):\n    return 0" in second and "Answer with the function you change, alone" in second
+    text = (tmp_path / "calc.py").read_text()
+    assert "return a * b" in text and "def add(a, b):\n    return a - b" in text  # merged, the rest kept
+    assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]

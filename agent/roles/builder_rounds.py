@@ -30,6 +30,11 @@ __all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
 SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
           "tests pass. " + FORMAT_RULES)
 _TAIL = 2000
+# After a reply that changed nothing, the one function the task names is asked for alone: a frame a
+# small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
+_ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
+                "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
+                "Say nothing else.")
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
 
@@ -100,22 +105,36 @@ class _Files:
         return any(self.read(rel) != data for rel, data in self.before.items())
 
 
-def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> tuple[list[FileWrite], str]:
-    """The writes a reply gives, or ([], why not) — a reason the next round quotes to the model."""
+def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
+    """Why a reply that changes nothing is no answer, and whether the task names a function to ask for alone."""
+    why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
+    named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
+    if not named:
+        return why, False
+    shown = "".join(f"\n```\n{d}\n```" for d in named)
+    return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for the "
+            "values in the task; where that differs from what the task says, change it"), True
+
+
+def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> tuple[list[FileWrite], str, bool]:
+    """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
+    whether the next round should ask for the function the task names alone)."""
     listing = set(project_files(ctx.workspace, 500))
     sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
     found = files_in_reply(reply, listing, sources)
     if not found:
         return [], ("it had no file in the form asked for (the path on its own line, then the whole file in a "
-                    "fenced block)")
+                    "fenced block)"), False
     writes: list[FileWrite] = []
     refused: list[str] = []
+    echoed: list[str] = []
     for f in found:  # each file on its own: an echoed or refused file costs only itself
         if is_test_path(f.path) and f.path in listing and f.path not in files.before:
             refused.append(f"{f.path}: the project's tests must stay as they are")
             continue
         if files.read(f.path) == f.content.encode():
-            continue  # given back as it is: no change, no reason to refuse the rest
+            echoed.append(f.path)  # given back as it is: no change, no reason to refuse the rest
+            continue
         try:
             [write] = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content}]})
             ctx.workspace.check_write(write.path, write.content, policy=ctx.policy)  # path policy, secret guard
@@ -124,20 +143,16 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
             continue
         if files.read(write.path) != write.content.encode():
             writes.append(write)
+        else:
+            echoed.append(write.path)
     if refused:
         ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
-    if not writes:
-        return [], "; ".join(refused) if refused else "it left every file exactly as it was"
     same = unchanged_code(ctx.workspace, writes) if must_act else []
-    if same:  # passing tests prove nothing about a change that changes nothing
-        named = named_definitions(ctx.workspace, same, " ".join(strings_in(ctx.cmd.inputs)))
-        shown = "".join(f"\n```\n{d}\n```" for d in named)
-        return [], (f"it leaves what {', '.join(same)} does exactly as it was (only layout or docstrings differ), "
-                    "so the task is not done: change the code the task is about"
-                    + (f". The task names this code, as it is now:{shown}\nWork out step by step what it returns "
-                       "for the values in the task; where that differs from what the task says, change it"
-                       if shown else ""))
-    return writes, ""
+    if must_act and (same or (not writes and echoed and not refused)):
+        return [], *_no_change(ctx, same or echoed)  # passing tests prove nothing about a change that changes nothing
+    if not writes:
+        return [], "; ".join(refused) if refused else "it left every file exactly as it was", False
+    return writes, "", False
 
 
 def _feedback(last: dict[str, Any]) -> str:
@@ -169,10 +184,10 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code})"}, ""
-    writes, why = _usable(ctx, reply, files, must_act)
+    writes, why, alone = _usable(ctx, reply, files, must_act)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
-        return {"round": n, "outcome": "unusable", "why": why}, ""
+        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, ""
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
         _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}"
@@ -213,7 +228,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         user = prompt_for(PromptBuilder(ctx.settings.budget), list(files.before))
         if log:
             user += _feedback(log[-1])
-        user += f"\n## Your answer\n{FORMAT_RULES} Do not change the project's existing tests.\n"
+        rules = _ALONE_RULES if log and log[-1].get("alone") else FORMAT_RULES
+        user += f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         stuck = bool(log) and log[-1]["outcome"] == "unusable"  # then vary the next reply
