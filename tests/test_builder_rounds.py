@@ -168,3 +168,15 @@ def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and
     text = (tmp_path / "calc.py").read_text()
     assert "return a * b" in text and "def add(a, b):\n    return a - b" in text  # merged, the rest kept
     assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]
+
+
+def test_a_no_change_reply_to_a_goal_naming_a_new_function_is_asked_for_that_function(tmp_path: Path) -> None:
+    quoted = f"calc.py\n```python\n{CALC}```\n"
+    sub = "calc.py\n```python\ndef sub(a, b):\n    return a - b\n```\n"
+    ctx, model = _ctx(tmp_path, [quoted, sub], rounds=2)
+    ctx.cmd.inputs["goal"] = "Add sub(a, b) to calc.py, keeping add(a, b) as it is."
+    builder.handle(ctx)
+    second = model.requests[1].messages[-1]["content"]
+    assert "calc.py does not define sub(a, b), which the task asks for: add it." in second
+    assert "Answer with the function you change, alone" in second
+    assert "def sub(a, b):" in (tmp_path / "calc.py").read_text() and "def mul" in (tmp_path / "calc.py").read_text()

@@ -40,7 +40,6 @@ from agent.roles.changes import (
     unchanged_code,
 )
 from agent.roles.context import CommandContext, Outcome
-from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
 from agent.roles.prompting import (
@@ -333,12 +332,8 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
         nonlocal budget
         budget = round_budget
         return builder_prompt(ctx, round_budget, written) + ("" if written else today)
-    def gap() -> str:
-        missing = new_definitions_named(ctx)
-        return "".join(f"{d.path} does not define {d.name}({d.params})" + (f" in class {d.cls}" if d.cls else "")
-                       + ", which the task asks for: add it. " for d in missing)
     try:
-        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds, gap=gap,
+        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds,
                                must_act=ctx.cmd.action == "implement" and not _about_prose(ctx))
     except InvalidModelResponse as exc:
         kept = _kept_as_is(ctx, exc)

@@ -21,6 +21,7 @@ from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
 from agent.roles.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.roles.context import CommandContext
+from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
@@ -105,9 +106,18 @@ class _Files:
         return any(self.read(rel) != data for rel, data in self.before.items())
 
 
+def _missing(ctx: CommandContext) -> str:
+    """The definitions the goal names that its one file still lacks, as a request ('' when none)."""
+    return " ".join(f"{d.path} does not define {d.name}({d.params})" + (f" in class {d.cls}" if d.cls else "")
+                    + ", which the task asks for: add it." for d in new_definitions_named(ctx))
+
+
 def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
     """Why a reply that changes nothing is no answer, and whether the task names a function to ask for alone."""
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
+    missing = _missing(ctx)  # a definition to add comes before the code the goal also names
+    if missing:
+        return f"{why}. {missing}", True
     named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
     if not named:
         return why, False
@@ -210,13 +220,12 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
-def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
-                    gap: Any = lambda: "") -> RoundsResult:
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
-    whose goal is not about prose). `gap()`: what the task still lacks once the tests pass ('' when
-    nothing) — a reason for one more round, never a reason to reject what the tests accept."""
+    whose goal is not about prose). A definition the goal names that is still missing once the tests pass
+    is a reason for one more round, never a reason to reject what the tests accept."""
     files = _Files(ctx)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
@@ -240,7 +249,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         summary = words
         if not testing:
             files.keep()
-            entry["gap"] = gap()
+            entry["gap"] = _missing(ctx)
             if not entry["gap"]:
                 break
             continue
@@ -254,7 +263,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            entry["gap"] = gap() if entry["outcome"] == "kept" else ""
+            entry["gap"] = _missing(ctx) if entry["outcome"] == "kept" else ""
             if not entry["gap"]:
                 break
     if all(e["outcome"] == "unusable" for e in log):
