@@ -138,7 +138,9 @@ def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
             if not rs:
                 continue
             n = len(rs)
-            first = sum(1 for r in rs if (r.get("first_answer_passed") if runner == "agent" else r.get("passed_round") == 1))
+            # pass@1: solved, and with the first answer (the agent: its first implement's first round)
+            first = sum(1 for r in rs if r["success"] and (r.get("first_answer_passed") if runner == "agent"
+                                                           else r.get("passed_round") == 1))
             calls = sum(int(r.get("model_calls", r.get("calls", 0))) for r in rs)
             t_in = sum(int(r.get("tokens_in_total", r.get("tokens_in", 0))) for r in rs)
             t_out = sum(int(r.get("tokens_out_total", r.get("tokens_out", 0))) for r in rs)
