@@ -82,7 +82,7 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="update_spec rounds on one task before the spec maintainer ends the loop")
     g.add_argument("--builder-rounds", type=int_in(1, 20), default=3, metavar="N",
                    help="builder, answers as text: rounds of write files, run the tests, read the failures "
-                        "(default 3; the command's deadline ends them sooner)")
+                        "(the command's deadline ends them sooner)")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
     g.add_argument("--max-tokens", type=int_in(1, 10_000_000), default=None,
