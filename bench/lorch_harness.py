@@ -187,15 +187,11 @@ class CheckResult:
     output: str
 
 
-def run_check(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
-    """The behavioural test against `ws`: unittest over `check/check_*.py`, workspace on the import path;
-    for a task without `check/`, its own test line with its pristine tests unchanged."""
-    if not task.check_dir.is_dir():
-        return run_test_line(task, ws, timeout)
-    argv = [sys.executable, "-m", "unittest", "discover", "-s", str(task.check_dir), "-t", str(task.check_dir),
-            "-p", "check_*.py"]
+def _checked(argv: list[str], ws: Path, timeout: float, pythonpath: Path | None = None) -> CheckResult:
+    """`argv` run in `ws` without this bench's PYTHONPATH (and without writing bytecode anywhere)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env["PYTHONPATH"] = str(ws)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the workspace or the task folder
     try:
         proc = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
@@ -207,22 +203,22 @@ def run_check(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
     return CheckResult(proc.returncode == 0, last[-1] if last else f"exit {proc.returncode}", out[-4000:])
 
 
+def run_check(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
+    """The behavioural test against `ws`: unittest over `check/check_*.py`, workspace on the import path;
+    for a task without `check/`, its own test line with its pristine tests unchanged."""
+    if not task.check_dir.is_dir():
+        return run_test_line(task, ws, timeout)
+    return _checked([sys.executable, "-m", "unittest", "discover", "-s", str(task.check_dir), "-t",
+                     str(task.check_dir), "-p", "check_*.py"], ws, timeout, pythonpath=ws)
+
+
 def run_test_line(task: Task, ws: Path, timeout: float = 120.0) -> CheckResult:
     """The task's test line in `ws`, failed outright when a pristine test file was changed."""
     changed = [rel for rel in task.pristine_tests
                if not (ws / rel).is_file() or (ws / rel).read_bytes() != (task.workspace / rel).read_bytes()]
     if changed:
         return CheckResult(False, f"test file changed: {', '.join(changed)}", "")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    try:
-        proc = subprocess.run(["/bin/sh", "-c", task.test_command()], cwd=ws, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return CheckResult(False, f"timed out after {timeout:.0f}s", "")
-    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    last = [line for line in out.strip().splitlines() if line.strip()]
-    return CheckResult(proc.returncode == 0, last[-1] if last else f"exit {proc.returncode}", out[-4000:])
+    return _checked(["/bin/sh", "-c", task.test_command()], ws, timeout)
 
 
 @dataclass

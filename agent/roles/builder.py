@@ -28,7 +28,7 @@ from agent.answers import (
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.answer_form import builder_writes_text
-from agent.roles.builder_rounds import build_in_rounds
+from agent.roles.builder_rounds import build_in_rounds, test_workspace
 from agent.roles.changes import (
     EDIT_SHAPE,
     FILE_SHAPE,
@@ -52,7 +52,6 @@ from agent.roles.prompting import (
 )
 from agent.roles.task_files import builder_files, find_spec
 from agent.roles.test_ledger import TestLedger
-from agent.roles.testrun import run_tests
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files", "builder_prompt"]
@@ -259,14 +258,6 @@ def _answer_paths(text: str) -> list[str]:
     return [p for p in dict.fromkeys(paths) if bookkeeping_reason(p) is None and len(p) < 200]
 
 
-def _run_tests(ctx: CommandContext) -> dict[str, Any]:
-    ctx.progress("files written; running tests", stage="testing", progress=0.8, files=len(ctx.artifacts))
-    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
-                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
-    ctx.log("info", "tests ran", status=tests["status"])
-    return tests
-
-
 def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -> Answer | None:
     """One more answer, shown the failing test output and the files as they are now; None if none came.
 
@@ -309,7 +300,7 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
     are configured): then the failure stands."""
     if ctx.cmd.action != "implement_changes" or not ctx.settings.test_command or ctx.artifacts:
         return None
-    tests = _run_tests(ctx)
+    tests = test_workspace(ctx)
     if tests["status"] != "pass":
         return None
     why = (f"no applicable change for the review's findings came from the model ({exc.message[:300]}); "
@@ -382,7 +373,7 @@ def handle(ctx: CommandContext) -> Outcome:
         return answer
     ledger = TestLedger(ctx)
     _write_all(ctx, planned_writes(ctx.workspace, answer.data), ledger)
-    tests = _run_tests(ctx)
+    tests = test_workspace(ctx)
     repairs = 0
     while tests["status"] == "fail" and repairs < ctx.settings.test_repairs and ctx.seconds_left() > 5:
         repairs += 1
@@ -394,8 +385,8 @@ def handle(ctx: CommandContext) -> Outcome:
             break
         answer = fixed
         _write_all(ctx, writes, ledger)
-        tests = _run_tests(ctx)
-    tests, taken_out, reverted = ledger.settle(tests, lambda: _run_tests(ctx))
+        tests = test_workspace(ctx)
+    tests, taken_out, reverted = ledger.settle(tests, lambda: test_workspace(ctx))
     payload: dict[str, Any] = {"summary": answer.data["summary"], "tests": tests,
                                "files": [a.path for a in ctx.artifacts], "answer_via": answer.via,
                                "answer_form": answer.form}

@@ -26,7 +26,7 @@ from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 
-__all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
+__all__ = ["RoundsResult", "build_in_rounds", "test_workspace", "SYSTEM"]
 
 SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
           "tests pass. " + FORMAT_RULES)
@@ -210,7 +210,7 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     kept = files.best
     files.best = dict(files.before)
     files.roll_back()
-    original = _test(ctx)
+    original = test_workspace(ctx)
     if rank(original) > rank(best):
         ctx.log("warn", "the tests do better on the code as it was: the change was withdrawn",
                 files=sorted(files.before)[:10])
@@ -253,7 +253,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             if not entry["gap"]:
                 break
             continue
-        tests = entry["tests"] = _test(ctx)
+        tests = entry["tests"] = test_workspace(ctx)
         if best["status"] == "not_run" or rank(tests) >= rank(best):
             best, entry["outcome"] = tests, "kept"
             files.keep()
@@ -274,7 +274,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
                         files.changed(), withdrawn)
 
 
-def _test(ctx: CommandContext) -> dict[str, Any]:
+def test_workspace(ctx: CommandContext) -> dict[str, Any]:
+    """The configured test command, run in the workspace within the command's deadline."""
     ctx.progress("running the tests", stage="testing", progress=0.8)
     tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
                       min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
