@@ -257,6 +257,25 @@ def test_forbidden_edit_dropped_after_repairs_keeps_the_allowed_ones(spawn, work
     assert "add only" in text and "rewritten!" not in text and "## Status\n\ndone\n" in text
 
 
+def test_no_usable_spec_answer_ends_in_a_changelog_entry_the_agent_records(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    (workspace / "reviews").mkdir()
+    (workspace / "reviews" / "T-0001.json").write_text(json.dumps({"status": "approved", "findings": []}))
+    cut_off = '{"status": "updated", "summary": "done", "section_edits": [{"section": "Changelog", "content": "- T-001'
+    agent = spawn("spec_maintainer", replies=[cut_off] * 3)
+    got = agent.run(make_command("update_spec"))
+    done = events(got, "spec.updated")[-1]["payload"]
+    assert not events(got, "error") and done["edited_sections"] == ["Changelog"] and done["answer_via"] == "agent"
+    text = (workspace / "SPEC.md").read_text()
+    assert "## Changelog\n\n- 0.1\n- T-0001: " in text and "review approved" in text
+    assert "add only" in text and "old status" in text  # nothing but the Changelog changed
+    notes = json.loads((workspace / "spec_notes" / "T-0001.json").read_text())
+    assert notes["status"] == "updated" and notes["answer_via"] == "agent"
+    audit = [json.loads(line) for line in (workspace / "logs" / "luallm-agent" / "audit.jsonl").read_text().splitlines()]
+    assert any(a["event"] == "repair_applied" and a["name"] == "spec_changelog_by_agent" for a in audit)
+    assert agent.proc.poll() is None  # still serving
+
+
 def test_spec_changes_requested(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "SPEC.md").write_text(SPEC)
     answer = json.dumps({"status": "changes_requested", "summary": "missing docs", "required_changes": ["document add"]})

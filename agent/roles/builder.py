@@ -28,7 +28,7 @@ from agent.answers import (
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
 from agent.roles.answer_form import builder_writes_text
-from agent.roles.builder_rounds import build_in_rounds, test_workspace
+from agent.roles.builder_rounds import build_in_rounds
 from agent.roles.changes import (
     EDIT_SHAPE,
     FILE_SHAPE,
@@ -52,6 +52,7 @@ from agent.roles.prompting import (
 )
 from agent.roles.task_files import builder_files, find_spec
 from agent.roles.test_ledger import TestLedger
+from agent.roles.testrun import test_workspace
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files", "builder_prompt"]

@@ -24,9 +24,9 @@ from agent.roles.context import CommandContext
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.project_files import project_files
 from agent.roles.prompting import read_project_text
-from agent.roles.testrun import run_tests
+from agent.roles.testrun import quoted_output, test_workspace
 
-__all__ = ["RoundsResult", "build_in_rounds", "test_workspace", "SYSTEM"]
+__all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
 
 SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
           "tests pass. " + FORMAT_RULES)
@@ -171,7 +171,7 @@ def _feedback(last: dict[str, Any]) -> str:
         return f"\n## Your last reply could not be used\n{last['why']}.\n"
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
-    tail = str(last["tests"].get("output_tail") or last["tests"].get("summary") or "")[-_TAIL:]
+    tail = quoted_output(last["tests"], _TAIL)
     undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
               "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
     return (f"\n## The tests failed after your last change\n{undone}Test command: {last['tests'].get('command')}\n"
@@ -272,12 +272,3 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     best, withdrawn = _settle(ctx, files, best)
     return RoundsResult(best, len(log), summary, [{k: v for k, v in e.items() if k != "tests"} for e in log],
                         files.changed(), withdrawn)
-
-
-def test_workspace(ctx: CommandContext) -> dict[str, Any]:
-    """The configured test command, run in the workspace within the command's deadline."""
-    ctx.progress("running the tests", stage="testing", progress=0.8)
-    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
-                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
-    ctx.log("info", "tests ran", status=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
-    return tests

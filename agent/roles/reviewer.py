@@ -33,6 +33,7 @@ from agent.roles.prompting import (
     small_project_files,
 )
 from agent.roles.task_files import builder_files, examples_for_plans, restatable_text, restates_goal
+from agent.roles.testrun import test_workspace, tests_section
 from agent.workspace import AGENT_DIR, sanitize_id
 
 __all__ = ["handle", "grounding_errors", "diff_summary"]
@@ -229,6 +230,17 @@ def _unresolved(findings: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _tests_now(ctx: CommandContext) -> dict[str, Any] | None:
+    """The test command's result on the code under review: the evidence the verdict should rest on."""
+    if not ctx.settings.test_command:
+        return None
+    try:
+        return test_workspace(ctx)
+    except AgentError as exc:  # no boundary to run commands in: review without the evidence
+        ctx.log("warn", "review: the tests could not be run", code=exc.code, reason=exc.message[:300])
+        return None
+
+
 def handle(ctx: CommandContext) -> Outcome:
     cmd = ctx.cmd
     limit = ctx.settings.max_review_rounds
@@ -254,6 +266,9 @@ def handle(ctx: CommandContext) -> Outcome:
     checked = run_goal_examples(ctx)
     if checked:
         parts.append(examples_section(checked))
+    tests = _tests_now(ctx)
+    if tests:
+        parts.append(tests_section(tests))
     since = _since_last_review(ctx, budget, to_read)
     if since:
         parts.append(since)

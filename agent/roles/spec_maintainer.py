@@ -13,7 +13,7 @@ import orjson
 
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
-from agent.errors import AgentError, ForbiddenSpecEdit, SpecLoopLimit
+from agent.errors import AgentError, ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
@@ -248,9 +248,12 @@ def handle(ctx: CommandContext) -> Outcome:
         parts.append(examples_section(checked))
     ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
     seen = _Answers(ctx, spec, checked)
-    answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage,
-                                           plan_context={"examples": examples_for_plans(ctx, checked, [])}),
-                           "\n".join(parts))
+    try:
+        answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage,
+                                               plan_context={"examples": examples_for_plans(ctx, checked, [])}),
+                               "\n".join(parts))
+    except InvalidModelResponse as exc:
+        return _recorded_by_the_agent(ctx, spec, exc)
     data = answer.data
     edits = data.get("section_edits") or []
     edited: list[str] = []
@@ -275,10 +278,52 @@ def handle(ctx: CommandContext) -> Outcome:
     return Outcome(EVENTS[data["status"]], payload)
 
 
-def _previous_changes(ctx: CommandContext) -> list[str]:
+def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: InvalidModelResponse) -> Outcome:
+    """No usable answer from the model: the agent records what it knows (the files the builder wrote and
+    the review's verdict) in the Changelog itself. The spec's bookkeeping sections are all this role
+    may touch, and a run whose code was built and reviewed should not end over how a note is phrased."""
+    safe = sanitize_id(ctx.cmd.task_id)
+    verdict = str(_load_json(ctx, f"reviews/{safe}.json").get("status") or "not recorded")
+    files = builder_files(ctx)
+    entry = (f"- {ctx.cmd.task_id}: files written by the builder: {', '.join(files) if files else 'none recorded'}; "
+             f"review {verdict}. (Recorded by the agent: the model gave no usable spec answer.)")
+    edited: list[str] = []
+    if spec is not None:
+        text = ctx.workspace.read_text(spec)
+        body = _section_body(text, "Changelog")
+        new_text = apply_section_edits(text, [{"section": "Changelog", "content": (body + "\n" + entry).strip("\n")}])
+        ctx.write(spec, new_text, policy=ctx.policy.allowing(ctx.workspace.normalize(spec)))
+        edited = ["Changelog"]
+    ctx.audit.record("repair_applied", task_id=ctx.cmd.task_id, name="spec_changelog_by_agent",
+                     reason=exc.message[:300])
+    status = "updated" if edited else "no_changes_needed"
+    summary = f"Changelog entry recorded by the agent; the model gave no usable answer ({exc.message[:200]})"
+    notes = {"task_id": ctx.cmd.task_id, "status": status, "summary": summary, "required_changes": [],
+             "edited_sections": edited, "spec_file": spec, "created_at": utc_now(), "answer_via": "agent"}
+    notes_art = ctx.write(f"spec_notes/{safe}.json", orjson.dumps(notes, option=orjson.OPT_INDENT_2))
+    return Outcome(EVENTS[status], {"summary": summary, "edited_sections": edited, "notes_file": notes_art.path,
+                                    "answer_via": "agent", "answer_form": "none"})
+
+
+def _load_json(ctx: CommandContext, rel: str) -> dict[str, Any]:
     try:
-        data = orjson.loads(ctx.workspace.read_bytes(f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json"))
+        data = orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=4 * 1024 * 1024))
     except (AgentError, OSError, orjson.JSONDecodeError):
-        return []
-    changes = data.get("required_changes") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _section_body(text: str, name: str) -> str:
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if (m := _HEADING.match(ln)) and len(m.group(1)) == 2
+                  and m.group(2).strip().lower() == name.lower()), None)
+    if start is None:
+        return ""
+    end = next((j for j in range(start + 1, len(lines)) if (m := _HEADING.match(lines[j])) and len(m.group(1)) <= 2),
+               len(lines))
+    return "\n".join(lines[start + 1:end]).strip("\n")
+
+
+def _previous_changes(ctx: CommandContext) -> list[str]:
+    changes = _load_json(ctx, f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json").get("required_changes")
     return [str(c) for c in changes or []]

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from agent.plans.commands import scrubbed_env
 
 if TYPE_CHECKING:
+    from agent.roles.context import CommandContext
     from agent.sandbox.spawn import CommandBox
 
-__all__ = ["run_tests", "kill_running_tests", "OUTPUT_TAIL"]
+__all__ = ["run_tests", "kill_running_tests", "test_workspace", "tests_section", "quoted_output", "OUTPUT_TAIL"]
 
 OUTPUT_TAIL = 1500
 _running: set[CommandBox] = set()
@@ -31,6 +32,7 @@ _SHELL_CHARS = set("|&;<>()$`*?[]{}~\"'\\")
 _PYTEST = re.compile(r"(\d+) (passed|failed|error|errors)\b")
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests?", re.M)
 _UNITTEST_FAILED = re.compile(r"FAILED \((.*?)\)")
+_DURATION = re.compile(r"\b(in|after|took) \d+(?:\.\d+)?s\b")
 
 
 def kill_running_tests() -> None:
@@ -88,7 +90,9 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
             with _lock:
                 _running.discard(box)
         out = _tail(out_f, 64 * 1024)
-    text = out.decode("utf-8", "replace")
+    # Paths relative to the workspace: the same failure reads the same wherever the workspace lives,
+    # so prompts that quote it stay deterministic (recorded replies replay) and shorter.
+    text = out.decode("utf-8", "replace").replace(cwd.rstrip("/") + "/", "")
     elapsed = round(time.monotonic() - started, 2)
     counts = _counts(text)
     if timed_out:
@@ -104,3 +108,31 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
                               "exit_code": proc.returncode, "duration_s": elapsed,
                               "output_tail": text[-OUTPUT_TAIL:]}
     return result
+
+
+def test_workspace(ctx: CommandContext) -> dict[str, Any]:
+    """The configured test command, run in the workspace within the command's deadline."""
+    ctx.progress("running the tests", stage="testing", progress=0.8)
+    tests = run_tests(ctx.settings.test_command, str(ctx.workspace.root),
+                      min(ctx.settings.test_timeout_s, max(1.0, ctx.seconds_left())))
+    ctx.log("info", "tests ran", status=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
+    return tests
+
+
+def tests_section(tests: dict[str, Any], tail_chars: int = 1200) -> str:
+    """A prompt section stating what the test command reported: evidence a judgement can rest on."""
+    # The command itself is left out: it names this machine's interpreter, and the verdict needs the result.
+    head = f"## The project's tests, run now\nResult: {tests['status']}"
+    summary = str(tests.get("summary") or "")
+    if summary:
+        head += f" ({summary})"
+    if tests["status"] == "pass":
+        return head + "\n"
+    tail = quoted_output(tests, tail_chars)
+    return head + (f"\n```\n{tail}\n```\n" if tail else "\n")
+
+
+def quoted_output(tests: dict[str, Any], chars: int) -> str:
+    """The output's tail for a prompt, its timings masked: the same failure asks the same question."""
+    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-chars:]
+    return _DURATION.sub(lambda m: f"{m.group(1)} …s", tail)
