@@ -95,7 +95,7 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="seconds a streaming answer may go silent before it counts as stalled; an answer that "
                         "keeps streaming is bounded only by the command deadline")
     g.add_argument("--max-response-bytes", type=int_in(1024, 1024 * 1024 * 1024), default=8 * 1024 * 1024,
-                   metavar="BYTES", help="cap on one model response body after decompression")
+                   metavar="BYTES", help="cap on one model reply: a body after decompression, or a streamed reply's text")
     g.add_argument("--plan-run-allow", default="", metavar="CMD,CMD",
                    help="extra commands Lua plans may start with tools.run, comma-separated (e.g. python3,pytest)")
     g.add_argument("--plan-wall-s", type=float_in(0, MAX_SECONDS), default=30.0, metavar="SECONDS",

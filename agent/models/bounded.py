@@ -9,8 +9,11 @@ more than the cap allows: memory stays within the cap plus one network chunk.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 
-__all__ = ["BoundedDecoder", "ResponseTooLarge", "UnsupportedEncoding"]
+__all__ = ["BoundedDecoder", "ResponseTooLarge", "UnsupportedEncoding", "PIECE"]
+
+PIECE = 1024 * 1024
 
 
 class ResponseTooLarge(Exception):
@@ -49,12 +52,17 @@ class BoundedDecoder:
             raise UnsupportedEncoding(f"unsupported content encoding {coding!r} (we accept gzip, deflate)")
 
     def feed(self, raw: bytes) -> bytes:
+        return b"".join(self.pieces(raw))
+
+    def pieces(self, raw: bytes) -> Iterator[bytes]:
+        """The decoded bytes of `raw`, in pieces of at most `PIECE` bytes: a caller that handles each
+        before asking for the next holds one piece at a time, whatever the body expands to."""
         if self._z is None:
-            return self._count(raw)
-        out: list[bytes] = []
+            yield self._count(raw)
+            return
         data = raw
         while data:
-            room = self.cap - self.decoded + 1  # one byte over the cap is enough to know
+            room = min(self.cap - self.decoded + 1, PIECE)  # one byte over the cap is enough to know
             try:
                 piece = self._z.decompress(data, room)
             except zlib.error:
@@ -64,11 +72,10 @@ class BoundedDecoder:
                 self._deflate_probe = False
                 piece = self._z.decompress(data, room)
             self._deflate_probe = False
-            out.append(self._count(piece))
+            yield self._count(piece)
             data = self._z.unconsumed_tail
             if not piece and data:  # no progress possible (should not happen with room >= 1)
                 break
-        return b"".join(out)
 
     def flush(self) -> bytes:
         if self._z is None:

@@ -267,7 +267,7 @@ class OpenAIChatModel:
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     system = next((str(m.get("content") or "") for m in request.messages
                                    if m.get("role") == "system"), "")
-                    self._read_stream(response, watchdog, stream, system)
+                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens())
                     reply = self._stream_reply(request, stream, watchdog)
                 else:  # not streaming (asked not to, or the server ignored `stream`)
                     reply = self._parse(self._read_body(response, watchdog), request, watchdog)
@@ -289,10 +289,11 @@ class OpenAIChatModel:
                              f"{type(exc).__name__}: {self._scrub(str(exc))}",
                              reason="transport_error", model=self.model, provider=self.provider,
                              partial_chars=stream.chars) from None
-        except ResponseTooLarge as exc:
-            raise ModelError(f"model {self.model!r} at {self.url} sent more than {exc.cap} bytes "
-                             f"(--max-response-bytes {exc.cap}); stopped reading", reason="response_too_large",
-                             max_response_bytes=exc.cap, model=self.model, provider=self.provider) from None
+        except ResponseTooLarge:
+            cap = self.max_response_bytes
+            raise ModelError(f"model {self.model!r} at {self.url} sent a reply over the cap of {cap} bytes "
+                             f"(--max-response-bytes {cap}); stopped reading", reason="response_too_large",
+                             max_response_bytes=cap, model=self.model, provider=self.provider) from None
         except UnsupportedEncoding as exc:
             raise ModelError(f"model {self.model!r} at {self.url}: {exc}", reason="bad_encoding",
                              model=self.model, provider=self.provider) from None
@@ -314,17 +315,21 @@ class OpenAIChatModel:
         return b"".join(parts).decode("utf-8", errors="replace")
 
     def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream,
-                     system: str = "") -> None:
+                     system: str = "", max_tokens: int = 0) -> None:
         sse = SSEDecoder()
-        repeats = RepetitionWatch(echo_of=system)
+        repeats = RepetitionWatch(echo_of=system, max_tokens=max_tokens)
         try:
-            for data in BoundedReader(response, watchdog, self.max_response_bytes):
+            # The cap is on the reply's text; the stream's framing (an event of ~100 bytes per token)
+            # gets room of its own, so a reply just under the cap is read whole.
+            for data in BoundedReader(response, watchdog, self.max_response_bytes * _FRAMING_ROOM):
                 for name, payload in sse.feed(data):
-                    stream.event(name, payload)
+                    added = stream.event(name, payload)
+                    if added and stream.finish_reason is None:
+                        repeats.feed(added)
+                if stream.chars > self.max_response_bytes:
+                    raise ResponseTooLarge(self.max_response_bytes, stream.chars)
                 if stream.done:
                     return
-                if stream.finish_reason is None and repeats.due(stream.chars):
-                    repeats.update(stream.text)
                 if stream.finish_reason is None and repeats.stopped:
                     # Closing the connection stops the server's generation: the copies still to
                     # come would cost minutes (0.5B, run gram9: 264 s to its token limit) and say nothing.
@@ -414,6 +419,9 @@ class OpenAIChatModel:
             self.audit.record(event, model=self.model, provider=self.provider, url=self.url, **fields)
 
 
+_FRAMING_ROOM = 16  # body bytes a streamed reply may take per byte of its text: the events' JSON around each token
+
+
 class BoundedReader:
     """Iterates a response's decoded body: capped, and checked against the watchdog after every chunk."""
 
@@ -438,9 +446,9 @@ class BoundedReader:
                     raise _Expired(why)
                 if raw:
                     watchdog.progress()
-            data = self._decoder.feed(raw)
-            if data:
-                yield data
+            for data in self._decoder.pieces(raw):
+                if data:
+                    yield data
         tail = self._decoder.flush()
         if tail:
             yield tail

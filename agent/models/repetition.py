@@ -27,6 +27,16 @@ file or answer copies that much of the agent's own instructions.
 then, so that the client can stop reading (the server stops generating when the connection closes)
 after a handful of copies instead of after the token limit. Code that merely looks alike (a row of
 asserts with different calls or strings, a short table of numbers) is never cut.
+
+Data repeats by nature (a table of one row, a fixture, generated lines), and inside a file the
+reply is still writing, repetition alone says nothing about whether the file will end: so a loop
+whose copies all sit inside an open file body (a fenced block, or a Lua long string `[==[ … ]==]`)
+is let run until its copies fill half the reply's token budget (about `CHARS_PER_TOKEN` characters
+a token). A file that repeats that much that close to the limit would be cut off anyway, and a
+model that loops inside a file is still stopped well before its limit. Repetition in the reply's
+own words is stopped as soon as it is seen. The watch reads each new piece of the
+stream once and looks at a bounded window of its end, spacing its looks as the window fills, so a
+reply costs time in proportion to its size.
 """
 
 from __future__ import annotations
@@ -50,7 +60,10 @@ MIN_BLOCK_COPIES = 3    # a long block (whole statements) needs fewer copies: th
 MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a review plan's `for` block, gram16)
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
-_CHECK_EVERY = 256      # characters of new text between two looks
+_CHECK_EVERY = 256      # characters of new text between two looks, at least
+WINDOW = 32 * 1024      # the end of the text a look reads: enough for any loop these rules can find
+_LOOKS_PER_WINDOW = 8   # a full window is looked at every WINDOW / 8 characters: linear in the reply
+CHARS_PER_TOKEN = 4     # for the budget a loop inside a file may fill (a low guess stops loops sooner)
 ECHO_CHARS = 400        # the reply's end found this long in the system message: it recites the instructions
 
 
@@ -76,32 +89,31 @@ def repeating_tail(text: str) -> Loop | None:
         return exact
     if len(text) < MIN_COUNTED_CHARS:
         return None
-    folded, where = _fold_digits(text)
+    folded = _fold_digits(text)
     counted = _periodic_tail(folded, MIN_COUNTED_COPIES, MIN_COUNTED_CHARS)
     if counted is None or _letters(folded[counted.start:counted.first_copy_end]) < _COUNTED_LETTERS:
         return None   # rows of numbers (a table, a CSV file) are data, however many
-    return Loop(where[counted.start], where[counted.first_copy_end], counted.period, counted.copies, counted=True)
+    return Loop(_unfolded(text, counted.start), _unfolded(text, counted.first_copy_end), counted.period,
+                counted.copies, counted=True)
 
 
 def _letters(text: str) -> int:
     return sum(c.isalpha() for c in text)
 
 
-def _fold_digits(text: str) -> tuple[str, list[int]]:
-    """`text` with every run of digits as "0", and for each of its characters where it was in
-    `text` (plus the end)."""
-    parts: list[str] = []
-    where: list[int] = []
-    last = 0
+def _fold_digits(text: str) -> str:
+    """`text` with every run of digits as "0"."""
+    return _DIGITS.sub("0", text)
+
+
+def _unfolded(text: str, folded_at: int) -> int:
+    """Where in `text` the character at `folded_at` of its folded form came from."""
+    shift = 0
     for m in _DIGITS.finditer(text):
-        parts.append(text[last:m.start()])
-        where.extend(range(last, m.start()))
-        parts.append("0")
-        where.append(m.start())
-        last = m.end()
-    parts.append(text[last:])
-    where.extend(range(last, len(text) + 1))
-    return "".join(parts), where
+        if m.start() - shift >= folded_at:
+            break
+        shift += len(m.group()) - 1
+    return folded_at + shift
 
 
 def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int = 1) -> Loop | None:
@@ -122,6 +134,8 @@ def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int =
         if (period >= min_period and text[n - span:n - period] == text[n - span + period:]
                 and not (min_period > 1 and _has_shorter_period(text[n - period:]))):
             start = n - span
+            while start >= period and text[start - period:start] == text[start:start + period]:
+                start -= period  # whole copies back at C speed, then the part of one copy
             while start > 0 and text[start - 1] == text[start - 1 + period]:
                 start -= 1
             if period < _MIN_PERIOD and n - start < (_MIN_SHORT_LOOP_CHARS if "\n" in text[n - period:]
@@ -140,27 +154,99 @@ def _has_shorter_period(block: str) -> bool:
     return (block + block).find(block, 1) < len(block)
 
 
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_LONG_BRACKET = re.compile(r"\[(=*)\[|\](=*)\]")
+
+
+class _FileBodies:
+    """Follows, line by line as the text arrives, whether it is inside a file body: a fenced block
+    or a Lua long string. `open_since` is where the open body's text began, or None."""
+
+    def __init__(self) -> None:
+        self.open_since: int | None = None
+        self._fence: str | None = None     # the open fence's ticks
+        self._level: str | None = None     # the open long string's `=`s
+        self._line: list[str] = []
+        self._line_start = 0
+
+    def feed(self, piece: str, at: int) -> None:
+        """`piece` is the text from offset `at` on."""
+        start = 0
+        while (cut := piece.find("\n", start)) >= 0:
+            self._line.append(piece[start:cut])
+            self._end_line("".join(self._line), at + cut + 1)
+            self._line = []
+            self._line_start = at + cut + 1
+            start = cut + 1
+        if start < len(piece):
+            self._line.append(piece[start:])
+
+    def _end_line(self, line: str, next_line_at: int) -> None:
+        fence = _FENCE_LINE.match(line)
+        if self._fence is not None:
+            if fence and fence.group(1)[0] == self._fence[0] and len(fence.group(1)) >= len(self._fence) \
+                    and not line.strip()[len(fence.group(1)):]:
+                self._fence, self.open_since = None, None
+            return
+        if self._level is None and fence:
+            self._fence, self.open_since = fence.group(1), next_line_at
+            return
+        for m in _LONG_BRACKET.finditer(line):
+            if self._level is None and m.group(1) is not None:
+                self._level, self.open_since = m.group(1), self._line_start + m.end()
+            elif self._level is not None and m.group(2) == self._level:
+                self._level, self.open_since = None, None
+
+
 class RepetitionWatch:
-    """Looks at a growing text every `_CHECK_EVERY` characters; `loop` is set once it repeats.
+    """Fed the stream's new text piece by piece; looks at the end of it now and then, and sets
+    `loop` once the reply's own words repeat (see the module: not the content of an open file)."""
 
-    `due(chars)` is cheap (a comparison), so the caller joins its text only when a look is due."""
-
-    def __init__(self, echo_of: str = "") -> None:
+    def __init__(self, echo_of: str = "", max_tokens: int = 0) -> None:
         self.loop: Loop | None = None
+        # How much of a file a loop may fill before it counts (no budget: a file is never judged).
+        self._body_loop_chars = max_tokens * CHARS_PER_TOKEN // 2 if max_tokens > 0 else None
+        self._file_loop_from: int | None = None
         self.echoed = False                 # the text's end recites `echo_of` (the system message)
+        self.chars = 0
         self._echo_of = echo_of
         self._next_check = min(MIN_LOOP_CHARS, ECHO_CHARS)
-
-    def due(self, chars: int) -> bool:
-        return self.loop is None and not self.echoed and chars >= self._next_check
-
-    def update(self, text: str) -> Loop | None:
-        if self.due(len(text)):
-            self._next_check = len(text) + _CHECK_EVERY
-            self.loop = repeating_tail(text)
-            self.echoed = self.loop is None and len(text) >= ECHO_CHARS and text[-ECHO_CHARS:] in self._echo_of
-        return self.loop
+        self._tail: list[str] = []
+        self._bodies = _FileBodies()
 
     @property
     def stopped(self) -> bool:
         return self.loop is not None or self.echoed
+
+    def feed(self, piece: str) -> Loop | None:
+        if not piece or self.stopped:
+            return self.loop
+        self._bodies.feed(piece, self.chars)
+        self.chars += len(piece)
+        self._tail.append(piece)
+        if self.chars >= self._next_check:
+            self._look()
+        return self.loop
+
+    def _look(self) -> None:
+        text = "".join(self._tail)
+        if len(text) > WINDOW:
+            text = text[-WINDOW:]
+        self._tail = [text]
+        self._next_check = self.chars + max(_CHECK_EVERY, len(text) // _LOOKS_PER_WINDOW)
+        loop = repeating_tail(text)
+        if loop is not None:
+            offset = self.chars - len(text)
+            loop = Loop(loop.start + offset, loop.first_copy_end + offset, loop.period, loop.copies, loop.counted)
+            body = self._bodies.open_since
+            if body is None or loop.first_copy_end <= body:  # (any rotation repeats: the copies may
+                self.loop = loop                              # reach back into the fence's line)
+                return
+            # Inside a file: followed from look to look (a long run outgrows the window).
+            if self._file_loop_from is None or self._file_loop_from < body:
+                self._file_loop_from = loop.start
+            if self._body_loop_chars is not None and self.chars - self._file_loop_from >= self._body_loop_chars:
+                self.loop = loop
+            return
+        self._file_loop_from = None
+        self.echoed = len(text) >= ECHO_CHARS and text[-ECHO_CHARS:] in self._echo_of

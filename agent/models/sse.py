@@ -86,10 +86,12 @@ class ChatStream:
     def text(self) -> str:
         return "".join(self._parts)
 
-    def event(self, name: str, data: str) -> None:
+    def event(self, name: str, data: str) -> str:
+        """Fold one event in; returns the reply text it added ("" for none)."""
+        added = ""
         if data.strip() == "[DONE]":
             self.done = True
-            return
+            return added
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -104,7 +106,7 @@ class ChatStream:
             self.usage = chunk["usage"]
         choices = chunk.get("choices")
         if not isinstance(choices, list):
-            return
+            return added
         for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
@@ -113,8 +115,10 @@ class ChatStream:
                 self._parts.append(delta["content"])
                 self.chars += len(delta["content"])
                 self.content_chunks += 1
+                added += delta["content"]
             if isinstance(choice.get("finish_reason"), str):
                 self.finish_reason = choice["finish_reason"]
+        return added
 
 
 def _error_text(chunk: dict[str, Any]) -> str:

@@ -180,7 +180,8 @@ def _feedback(last: dict[str, Any]) -> str:
 
 def _ask(ctx: CommandContext, user: str, temperature: float) -> str:
     request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                           task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature)
+                           task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
+                           max_tokens=ctx.settings.max_tokens)
     return ctx.require_model().complete(request).text
 
 
@@ -193,7 +194,7 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
         raise
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
-        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code})"}, ""
+        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code}: {exc.message[:200]})"}, ""
     writes, why, alone = _usable(ctx, reply, files, must_act)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])

@@ -86,14 +86,43 @@ def test_three_copies_of_a_long_block_are_a_loop() -> None:
     assert repeating_tail("data = [" + "0, " * 450) is None
 
 
+def _fed(watch: RepetitionWatch, text: str, piece: int = 7) -> int:
+    """Feed `text` in pieces; the characters fed when the watch stopped (or all of them)."""
+    for i in range(0, len(text), piece):
+        if watch.feed(text[i:i + piece]) is not None or watch.stopped:
+            return i + piece
+    return len(text)
+
+
 def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
     watch = RepetitionWatch()
-    text = HEAD
-    assert not watch.due(10) and watch.update(text) is None
-    for _ in range(40):
-        text += BLOCK
-        if watch.due(len(text)) and watch.update(text):
-            break
-    assert watch.loop is not None and watch.loop.period == len(BLOCK)
-    assert len(text) < len(HEAD) + 12 * len(BLOCK)    # seen within a few copies of the sixth
-    assert not watch.due(10 ** 6) and watch.update(text + "x") is watch.loop
+    prose = "Here is the plan.\n" + "I will now update the cart so that the totals are right.\n" * 40
+    stopped_at = _fed(watch, prose)
+    assert watch.loop is not None and watch.loop.period == 57
+    assert stopped_at < 18 + 12 * 57              # seen within a few copies of the sixth
+    assert watch.feed("x") is watch.loop and watch.chars == stopped_at
+
+
+def test_repetition_inside_an_open_file_runs_until_it_fills_half_the_budget() -> None:
+    # The cart loop sits in a Lua long string: with 3,072 tokens it is stopped once it fills ~6,000
+    # characters, well before the ~12,000 the limit allows; without a budget it is let run.
+    text = HEAD + BLOCK * 300
+    watch = RepetitionWatch(max_tokens=3072)
+    stopped_at = _fed(watch, text)
+    assert watch.loop is not None and 3072 * 2 <= stopped_at - len(HEAD) < 3072 * 2 + 2000
+    unbounded = RepetitionWatch()
+    assert _fed(unbounded, text) == len(text) and unbounded.loop is None
+
+
+def test_a_fenced_table_of_one_row_is_data_and_the_words_after_it_are_judged() -> None:
+    table = "data.csv\n```\n" + "0,0,0,0,0,0,0,0,0,0\n" * 50_000 + "```\n"   # 1 MB of one row
+    watch = RepetitionWatch(max_tokens=1_000_000)
+    assert _fed(watch, table, 64) == len(table) and watch.loop is None
+    after = "Done. " * 20 + "I hope this helps!\n" * 600     # the reply's own words loop: seen within a look
+    assert _fed(watch, after, 64) < len(after) and watch.loop is not None and watch.loop.start > len(table)
+
+
+def test_a_loop_that_runs_on_past_the_files_end_is_stopped() -> None:
+    watch = RepetitionWatch(max_tokens=100_000)
+    body = "a.py\n```python\nx = 1\n```\n"
+    assert _fed(watch, body * 40) < len(body * 40) and watch.loop is not None  # whole files over and over

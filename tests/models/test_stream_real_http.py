@@ -151,19 +151,33 @@ def test_gzip_bomb_does_not_grow_memory_beyond_the_cap(tmp_path: Path) -> None:
 
 
 def test_a_stream_that_falls_into_a_loop_is_stopped_after_a_few_copies(audit) -> None:  # type: ignore[no-untyped-def]
-    # The 0.5B's plan loop (runs gram6, gram9): a good start, then two lines for ever. Without the
-    # watch this stream never ends (the fake repeats until the client goes away).
-    head = "```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
-    block = ["    cart.remove('pear', 1.25)\n", "    self.assertEqual(cart.items['pear'], [0, 0])\n"]
+    # A good start, then the reply's own words over and over: without the watch this stream never
+    # ends (the fake repeats until the client goes away).
+    head = "I will fix the cart.\n"
+    block = ["Let me check the totals again", " before I write the file.\n"]
     fake = FakeOpenAI([Stream([head, *block], every_s=0.002, forever=True, repeat_from=1)])
     with fake.running():
         reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req())
     period = len("".join(block))
     assert reply.finish_reason == "repetition" and reply.truncated
     assert reply.text.startswith(head + "".join(block))
-    assert len(reply.text) < len(head) + 12 * period          # a handful of copies, not a token limit
+    assert len(reply.text) < len(head) + 16 * period          # a handful of copies, not a token limit
     (stopped,) = audit.events("model_repetition_stopped")
     assert stopped["period"] == period and stopped["copies"] >= 6
+
+
+def test_a_loop_inside_a_file_is_stopped_once_it_fills_half_the_budget(audit) -> None:  # type: ignore[no-untyped-def]
+    # The 0.5B's plan loop: a good start, then two lines of a test file (a Lua long string) for ever.
+    # Inside a file repetition may be data, so the watch waits until the copies fill half of what
+    # max_tokens allows (about 4 characters a token), then stops: long before the limit.
+    head = "```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
+    block = ["    cart.remove('pear', 1.25)\n", "    self.assertEqual(cart.items['pear'], [0, 0])\n"]
+    fake = FakeOpenAI([Stream([head, *block], every_s=0.0005, forever=True, repeat_from=1)])
+    with fake.running():
+        reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req(max_tokens=1000))
+    assert reply.finish_reason == "repetition" and reply.text.startswith(head + "".join(block))
+    assert 2000 <= len(reply.text) - len(head) < 2000 + 1500     # half of 1,000 tokens × 4, and a look
+    assert audit.events("model_repetition_stopped")
 
 
 def test_a_stream_that_recites_the_system_message_is_stopped(audit) -> None:  # type: ignore[no-untyped-def]
