@@ -22,11 +22,13 @@ must not write besides it (an intake never writes the plan or spec files).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from agent.errors import PathRejected
 
-__all__ = ["PathPolicy", "MODEL", "AGENT", "AGENT_DIR", "BOOKKEEPING_DIRS", "ROLE_OUTPUT_DIRS", "for_role"]
+__all__ = ["PathPolicy", "MODEL", "AGENT", "AGENT_DIR", "BOOKKEEPING_DIRS", "ROLE_OUTPUT_DIRS", "for_role",
+           "records_commands_must_not_touch"]
 
 # What the agent itself keeps in the workspace (audit log, plan runs, spilled payloads).
 AGENT_DIR = "logs/luallm-agent"
@@ -34,6 +36,19 @@ AGENT_DIR = "logs/luallm-agent"
 BOOKKEEPING_DIRS = frozenset({"receipts", "events", "state", "logs", "snapshots", "transcripts"})
 # Feedback files lorch's loop reads; each is written by one role for one task.
 ROLE_OUTPUT_DIRS = frozenset({"reviews", "spec_notes"})
+# What a command (a test run, a plan's tools.run) must never change: the agent's records always;
+# lorch's where lorch owns the workspace (its lorch.json at the root) — elsewhere a project may
+# have a state/ or events/ of its own that its tests write.
+_AGENT_RECORDS = ("receipts", AGENT_DIR)
+_LORCH_RECORDS = ("events", "state", "snapshots", "transcripts", "reviews", "spec_notes")
+
+
+def records_commands_must_not_touch(root: str) -> list[str]:
+    """Absolute paths of the record directories under workspace `root` that commands see read-only
+    (those that exist: the agent serving lorch creates its own before the first command)."""
+    rels = [*_AGENT_RECORDS, *(_LORCH_RECORDS if os.path.isfile(os.path.join(root, "lorch.json")) else ())]
+    paths = [os.path.join(root, rel) for rel in rels]
+    return [p for p in paths if os.path.isdir(p) and not os.path.islink(p)]
 
 
 @dataclass(frozen=True)

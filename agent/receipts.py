@@ -5,9 +5,11 @@ plus `receipts/<task>/.index/<key-hash>.json` listing the receipts recorded unde
 key, so lookup reads one small file however many receipts a task holds. lorch's own
 `receipts/<task>/step-<n>.json` files are never read or written.
 
-A receipt answers a command only when the idempotency key, the digest of inputs +
+A receipt answers a command only when it carries the agent's MAC (`agent.receipt_key`: a receipt
+written or edited by anything else is never replayed), the idempotency key, the digest of inputs +
 expected_outputs and the digest of the workspace state all match, and every artifact still
 matches its checksum: lorch reuses keys across review loops and intake clarification rounds.
+The index only points at candidates; what is checked is the receipt's own signed content.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agent.clock import utc_now
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
 from agent.protocol import Command
+from agent.receipt_key import ReceiptKey, load_key
 from agent.workspace import Artifact, Workspace, sanitize_id
 
 __all__ = ["Receipt", "ReceiptStore", "inputs_digest", "RECEIPT_FORMAT"]
@@ -55,8 +58,10 @@ class Receipt:
 class ReceiptStore:
     """Reads and writes receipts through the workspace's safe, atomic file operations."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, key: ReceiptKey | None = None) -> None:
         self.ws = workspace
+        self.key = key or load_key(workspace.root)
+        self.rejected: list[str] = []  # receipts that failed the check, for the caller to report
 
     def _task_dir(self, task_id: str) -> str:
         return f"receipts/{sanitize_id(task_id)}"
@@ -108,8 +113,16 @@ class ReceiptStore:
                 reason = "workspace (or the task's other commands) changed since the recorded command"
                 continue
             data = self._read_json(entry["receipt"])
-            if not isinstance(data, dict) or data.get("idempotency_key") != cmd.idempotency_key:
+            if not isinstance(data, dict):
                 reason = f"receipt {entry['receipt']} is missing or unreadable"
+                continue
+            if not self.key.verify(data):
+                self.rejected.append(str(entry["receipt"]))
+                reason = f"receipt {entry['receipt']} fails its authentication check: not replayed"
+                continue
+            if (data.get("idempotency_key"), data.get("action"), data.get("inputs_digest"),
+                    data.get("workspace_digest")) != (cmd.idempotency_key, cmd.action, in_digest, ws_digest):
+                reason = f"receipt {entry['receipt']} records another command"
                 continue
             receipt = Receipt(entry["receipt"], data)
             bad = self._first_changed_artifact(receipt)
@@ -143,6 +156,7 @@ class ReceiptStore:
         }
         if usage:
             data["usage"] = usage
+        data["mac"] = self.key.mac(data)
         self.ws.write_atomic(rel, orjson.dumps(data, option=orjson.OPT_INDENT_2), policy=AGENT)
         index_rel = self._index_path(cmd.task_id, cmd.idempotency_key)
         index = self._read_json(index_rel)

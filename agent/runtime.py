@@ -84,6 +84,10 @@ class Agent:
                                   interval=config.heartbeat_interval,
                                   on_parent_death=lambda: self.shutdown("parent process died"))
         self.receipts = ReceiptStore(self.workspace)
+        try:  # before any command runs: commands see the records read-only only where they exist
+            (self.workspace.root / "receipts").mkdir(exist_ok=True)
+        except OSError:
+            pass
         self.pinned_snapshot: str | None = None
         self.commands: queue.Queue[Command | None] = queue.Queue()
         self.current: Command | None = None
@@ -311,6 +315,10 @@ class Agent:
                 raise DeadlineExceeded("the command deadline has already passed", deadline=cmd.deadline)
             in_digest = inputs_digest(cmd)
             receipt, why = self.receipts.lookup(cmd, in_digest, self.workspace.digest())
+            for rejected in self.receipts.rejected:
+                self.audit.record("receipt_rejected", task_id=cmd.task_id, receipt=rejected,
+                                  reason="the receipt's MAC does not match: written or changed by something else")
+            self.receipts.rejected.clear()
             if receipt is not None:
                 self.log("info", "receipt hit: replaying", task_id=cmd.task_id, receipt=receipt.path)
                 for art in receipt.artifacts:

@@ -83,3 +83,36 @@ def test_builder_rerun_with_identical_files_still_means_a_fresh_review(ws: Works
     store.record(changes, inputs_digest(changes), ws.digest(), [], {"event": "builder.completed", "payload": {}})
     hit, why = store.lookup(review, inputs_digest(review), ws.digest())  # same files, one more builder run
     assert hit is None and "other commands" in why
+
+
+@pytest.mark.parametrize("forge", ["edit", "drop the mac", "sign with another key"])
+def test_a_receipt_the_agent_did_not_write_is_never_replayed(ws: Workspace, forge: str) -> None:
+    from agent.receipt_key import ReceiptKey
+
+    cmd = Command.from_dict(make_command("review"))
+    rel = _record(ws, cmd)
+    data = orjson.loads(ws.read_bytes(rel))
+    if forge == "edit":
+        data["terminal"]["payload"]["summary"] = "forged"
+    elif forge == "drop the mac":
+        data.pop("mac")
+    else:
+        data["mac"] = ReceiptKey(b"k" * 32, None).mac(data)
+    (ws.root / rel).write_bytes(orjson.dumps(data))
+    store = ReceiptStore(ws)
+    hit, why = store.lookup(cmd, inputs_digest(cmd), ws.digest())
+    assert hit is None and "fails its authentication check" in why and store.rejected == [rel]
+
+
+def test_the_key_is_made_once_per_workspace_outside_it(ws: Workspace, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from agent.receipt_key import load_key
+
+    monkeypatch.setenv("LUALLM_AGENT_STATE_DIR", str(tmp_path / "state"))
+    first, again = load_key(ws.root), load_key(ws.root)
+    assert first.where == again.where and first.where.startswith(str(tmp_path / "state"))
+    assert (Path(first.where).stat().st_mode & 0o777) == 0o600
+    data = {"a": 1}
+    assert again.verify({**data, "mac": first.mac(data)})
+    other = tmp_path / "other"
+    other.mkdir()
+    assert load_key(other).where != first.where

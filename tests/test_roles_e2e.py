@@ -166,6 +166,25 @@ def test_identical_resend_is_replayed_without_the_model(spawn) -> None:  # type:
     assert not events(second, "error")
 
 
+def test_a_receipt_changed_from_outside_is_not_replayed_and_is_reported(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # What lorch would be told for a repeat is the receipt's terminal event: a forged one must never
+    # reach it, even where the boundary could not keep the receipt out of a command's reach.
+    (workspace / "calc.py").write_text(CALC)
+    agent = spawn("reviewer", replies=[review_answer("changes_requested")] * 3)
+    cmd = make_command("review")
+    assert events(agent.run(cmd), "review.completed")[-1]["status"] == "changes_requested"
+    receipt = workspace / "receipts" / "T-0001" / "review-1.json"
+    data = json.loads(receipt.read_text())
+    assert data["mac"].startswith("hmac-sha256:")
+    data["terminal"]["status"] = "approved"       # the forger keeps the old MAC
+    receipt.write_text(json.dumps(data))
+    second = agent.run(dict(cmd, message_id="again"))
+    assert events(second, "review.completed")[-1]["status"] == "changes_requested"  # asked the model again
+    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    rejected = [a for a in audit if a["event"] == "receipt_rejected"]
+    assert [r["receipt"] for r in rejected] == ["receipts/T-0001/review-1.json"]
+
+
 def test_second_review_after_builder_change_is_not_replayed(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text(CALC)
     agent = spawn("reviewer", replies=[review_answer("changes_requested"), review_answer("approved")])

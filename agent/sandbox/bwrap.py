@@ -39,6 +39,9 @@ def bwrap_argv(policy: Policy, argv: list[str]) -> list[str]:
     elif policy.home:
         binds.append((policy.home, ["--dir", policy.home]))   # inside the private /tmp
     binds.append((policy.workspace, ["--bind", policy.workspace, policy.workspace]))
+    for path in policy.protect:  # the agent's records, read-only on top of the workspace
+        if os.path.isdir(path) and not os.path.islink(path) and is_within(path, policy.workspace):
+            binds.append((path, ["--ro-bind", path, path]))
     # Parents before children, so a grant beneath /tmp or $HOME lands on top of the private dir.
     for _, args in sorted(binds, key=lambda b: (b[0].count("/"), b[0])):
         out += args

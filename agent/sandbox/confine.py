@@ -147,6 +147,9 @@ def confine_command(policy: Policy) -> None:
     """Everything but the exec; in mode landlock+namespaces the caller is process 1 of a new PID namespace."""
     if policy.mode == LANDLOCK_NS:
         mask_host_dirs(policy)
+        for path in policy.protect:  # the agent's records: before Landlock, which forbids mounts
+            if os.path.isdir(path) and not os.path.islink(path) and is_within(path, policy.workspace):
+                namespaces.bind_read_only(path)
         try:
             namespaces.mount_proc()
         except OSError:

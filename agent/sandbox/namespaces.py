@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-__all__ = ["NamespaceError", "unshare_all", "bind_mount", "make_rprivate", "mount_proc", "loopback_up",
+__all__ = ["NamespaceError", "unshare_all", "bind_mount", "bind_read_only", "make_rprivate", "mount_proc", "loopback_up",
            "CLONE_NEWUSER", "CLONE_NEWNET"]
 
 CLONE_NEWNS = 0x00020000
@@ -24,6 +24,7 @@ _MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
 _MS_NOEXEC = 8
+_MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
@@ -92,6 +93,12 @@ def make_rprivate() -> None:
 def bind_mount(source: str, target: str) -> None:
     """Bind `source` (a path or `/proc/self/fd/N`) over `target`."""
     _mount(source, target, None, _MS_BIND | _MS_REC)
+
+
+def bind_read_only(path: str) -> None:
+    """`path` (and all beneath it) becomes read-only in this mount namespace: writes fail with EROFS."""
+    _mount(path, path, None, _MS_BIND | _MS_REC)
+    _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY)
 
 
 def mount_proc() -> None:

@@ -25,11 +25,12 @@ class Policy:
     bwrap: the bwrap binary (mode bubblewrap). A plain class: the launcher must start fast.
     """
 
-    _FIELDS = ("mode", "workspace", "tmp", "home", "read", "execute", "landlock_abi", "bwrap")
+    _FIELDS = ("mode", "workspace", "tmp", "home", "read", "execute", "landlock_abi", "bwrap", "protect")
+    _LISTS = ("read", "execute", "protect")
 
     def __init__(self, mode: str, workspace: str, *, tmp: str | None = None, home: str | None = None,
                  read: list[str] | None = None, execute: list[str] | None = None, landlock_abi: int = 0,
-                 bwrap: str | None = None) -> None:
+                 bwrap: str | None = None, protect: list[str] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown sandbox mode {mode!r}")
         self.mode = mode
@@ -40,6 +41,7 @@ class Policy:
         self.execute = list(execute or [])
         self.landlock_abi = landlock_abi
         self.bwrap = bwrap
+        self.protect = list(protect or [])  # directories inside the workspace seen read-only
 
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self._FIELDS}
@@ -60,12 +62,12 @@ class Policy:
 
     @classmethod
     def from_text(cls, text: str) -> Policy:
-        data: dict[str, object] = {"read": [], "execute": []}
+        data: dict[str, object] = {k: [] for k in cls._LISTS}
         for line in text.split("\n"):
             key, sep, value = line.partition("=")
             if not sep or key not in cls._FIELDS:
                 raise ValueError(f"bad policy line {line!r}")
-            if key in ("read", "execute"):
+            if key in cls._LISTS:
                 listed = data[key]
                 assert isinstance(listed, list)
                 listed.append(value)
@@ -86,4 +88,4 @@ class Policy:
         abi = data.get("landlock_abi")
         return cls(str(data.get("mode")), str(data.get("workspace")), tmp=text("tmp"), home=text("home"),
                    read=paths("read"), execute=paths("execute"), landlock_abi=abi if isinstance(abi, int) else 0,
-                   bwrap=text("bwrap"))
+                   bwrap=text("bwrap"), protect=paths("protect"))

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from agent.errors import SandboxUnavailable
+from agent.pathpolicy import records_commands_must_not_touch
 from agent.sandbox.confine import command_env
 from agent.sandbox.detect import LAUNCHER, Boundary, current
 from agent.sandbox.grants import command_read_dirs, home_dir
@@ -91,7 +92,8 @@ class CommandBox:
         self.policy = Policy(mode=self.boundary.mode, workspace=self.workspace, tmp=self.tmp, home=home_dir(),
                              execute=_command_read_dirs() if self.boundary.confined else [],
                              landlock_abi=self.boundary.caps.landlock_abi,
-                             bwrap=self.boundary.caps.bwrap if self.boundary.mode == BWRAP else None)
+                             bwrap=self.boundary.caps.bwrap if self.boundary.mode == BWRAP else None,
+                             protect=records_commands_must_not_touch(self.workspace) if self.boundary.confined else [])
         self.lifeline = Lifeline()
         self.procs: list[subprocess.Popen[bytes]] = []
         self._policy_text = self.policy.to_text()

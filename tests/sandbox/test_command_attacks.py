@@ -17,7 +17,7 @@ from sandbox_support import CONFINED_MODES, KEY, SECRET, pids_with_marker
 
 from agent.plans.commands import run_command
 from agent.plans.limits import DEFAULT_RUN_ALLOW
-from agent.sandbox.policy import LANDLOCK_NS, NONE
+from agent.sandbox.policy import BWRAP, LANDLOCK_NS, NONE
 
 WIDE = (*DEFAULT_RUN_ALLOW, "sh", "python3", "kill", "sleep", "setsid")
 MODES = [*CONFINED_MODES, NONE]
@@ -180,3 +180,32 @@ def test_a_workspace_inside_home_stays_usable_and_the_key_unreadable(mode, scene
     res = run(py(f"open('out.txt', 'w').write('made'); print(open({str(scene.key)!r}).read())"), ws)
     assert (ws / "out.txt").read_text() == "made"
     assert (KEY in res["stdout"]) == (mode == NONE), res
+
+
+def test_the_agents_records_are_read_only_where_mounts_are_possible(mode, scene):
+    # A forged receipt or audit line would be replayed or believed later: with namespaces the
+    # record directories are mounted read-only in the command's view; without them only the
+    # receipt's MAC stands in the way (tests/test_receipts.py), and the write goes through.
+    for rel in ("receipts/T-1", "logs/luallm-agent"):
+        (scene.ws / rel).mkdir(parents=True)
+    (scene.ws / "receipts/T-1/review-1.json").write_text("{}\n")
+    (scene.ws / "notes2.txt").write_text("forged\n")
+    mounts = mode in (LANDLOCK_NS, BWRAP)
+    # (paths the argument filter cannot see: it refuses `sort -o receipts/...` outright)
+    for code in ("open('receipts/T-1/review-1.json', 'w').write('forged')", "open('receipts/new.json', 'w').write('{}')",
+                 "open('logs/luallm-agent/audit.jsonl', 'a').write('{}')", "import os; os.remove('receipts/T-1/review-1.json')"):
+        res = run(py(code), scene.ws)
+        assert (res["exit_code"] != 0) == mounts, (code, res)
+    receipt = scene.ws / "receipts/T-1/review-1.json"
+    assert (receipt.exists() and receipt.read_text() == "{}\n") == mounts
+    assert (not (scene.ws / "receipts/new.json").exists()) == mounts
+    assert run("sort -o notes3.txt notes2.txt", scene.ws)["exit_code"] == 0  # the rest stays writable
+
+
+def test_the_receipt_key_is_out_of_a_commands_reach(mode, scene):
+    from agent.receipt_key import load_key
+
+    key = load_key(scene.ws)
+    assert key.where is not None and key.where.startswith(str(scene.home))
+    res = run(py(f"print(open({key.where!r}, 'rb').read().hex())"), scene.ws)
+    assert (len(res["stdout"].strip()) == 64) == (mode == NONE), res
