@@ -374,6 +374,8 @@ class Agent:
                 # Judged on the normalised path: `./out.md` is the `out.md` the role produced.
                 ok = self.workspace.normalize(out.path) in produced or self.workspace.is_file(out.path)
                 why = "was not produced"
+                if not ok:  # a path through a link is refused, whichever door it came by: say that
+                    self.workspace.resolve(out.path, policy=AGENT)
             except PathRejected as exc:
                 if out.required:
                     raise  # the path itself is refused: say so precisely, not "not produced"

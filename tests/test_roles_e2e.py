@@ -105,6 +105,19 @@ def test_required_expected_output_missing_fails(spawn) -> None:  # type: ignore[
     assert events(got, "builder.completed")[-1]["payload"]["tests"]["status"] == "fail"
 
 
+def test_a_file_written_through_a_link_is_refused_as_path_rejected_whatever_the_door(spawn, workspace: Path,
+                                                                                  tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "linkdir").symlink_to(outside)
+    reply = "linkdir/x.py\n```python\nx = 1\n```\ncalc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    agent = spawn("builder", "--answers", "text", replies=[reply])
+    got = agent.run(make_command("implement", expected_outputs=[{"path": "linkdir/x.py", "required": True}]))
+    err = events(got, "error")[-1]["payload"]
+    assert err["code"] == "path_rejected" and "linkdir is a symbolic link" in err["message"]
+    assert not (outside / "x.py").exists()
+
+
 def test_optional_expected_output_missing_is_a_warning(spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
     got = agent.run(make_command("implement", expected_outputs=[{"path": "docs/missing.md", "required": False}]))
