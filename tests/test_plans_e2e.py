@@ -277,3 +277,51 @@ end''')
     grammar = parse_gbnf(fake.requests[0]["body"]["grammar"])
     assert grammar.accepts(plan)
     assert not grammar.accepts(plan.replace("'        self.items.append(name)\\n',", "'    self.items.append(name)\\n',"))
+
+
+def test_a_stdout_stall_is_not_charged_to_the_plan(tmp_path: Path, workspace: Path) -> None:
+    # lorch stops reading stdout for 5 s while a plan that needs a fraction of its 2 s runs: the
+    # agent blocks writing the plan's progress lines. The plan must not time out, and the model
+    # must be asked once.
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    from support import write_replies
+
+    plan = lua('''function run(context)
+  for i = 1, 8 do tools.progress(string.rep("p", 900) .. i) end
+  tools.write("out.txt", "done")
+  return {summary = "wrote out.txt"}
+end''')
+    replies = write_replies(tmp_path / "replies.json", [plan])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LUALLM_AGENT_"))}
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "stdio", "--role", "builder", "--workspace",
+                             str(workspace), "--answers", "plan", "--plan-wall-s", "2", "--heartbeat-interval", "0.5",
+                             "--scripted-replies", str(replies)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        fcntl.fcntl(proc.stdout.fileno(), 1031, 4096)  # F_SETPIPE_SZ: a small pipe fills at once
+        while b'"ready"' not in proc.stdout.readline():
+            pass
+        proc.stdin.write(json.dumps(make_command("implement")).encode() + b"\n")
+        proc.stdin.flush()
+        time.sleep(5)  # not reading
+        got = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the agent ended without answering"
+            got.append(json.loads(line))
+            if got[-1].get("event") == "builder.completed":
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    done = got[-1]
+    assert done["status"] == "success", done
+    assert (workspace / "out.txt").read_text() == "done"
+    audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
+    assert not [a for a in audit if "plan_timeout" in json.dumps(a)]
+    assert done["payload"]["usage"]["calls"] == 1

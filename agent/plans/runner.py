@@ -97,23 +97,38 @@ class _Run:
         self.done: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
         self.events: list[dict[str, Any]] = []
+        self.blocked_s = 0.0   # the agent's own waiting while the plan ran: not the plan's time
+        self.wall = 0.0
+        self.cap = float("inf")
+
+    def deadline(self) -> float:
+        return min(self.t0 + self.wall + self.blocked_s, self.cap)
+
+    def _reply(self, worker: Worker, data: dict[str, Any]) -> None:
+        worker.send({**data, "agent_blocked_s": round(self.blocked_s, 6)}, self.deadline())
 
     def _audit(self, event: str, **fields: Any) -> None:
         if self.audit is not None:
             self.audit.record(event, run_id=self.run_id, **fields)
 
     # -- worker conversation --------------------------------------------------------------------
-    def execute(self, request: dict[str, Any], wall: float) -> None:
-        hard_deadline = self.t0 + wall
+    def execute(self, request: dict[str, Any], wall: float, command_deadline: float | None = None) -> None:
+        """Run the request in a worker; the plan is charged for its own time only.
+
+        Time the agent spends blocked on its own output (a progress line to an orchestrator that is
+        not reading) moves the deadline on, never past the command's `command_deadline` (time.time()),
+        and is passed to the worker with every reply so the plan's own clock leaves it out too."""
+        self.wall = wall
+        self.cap = self.t0 + (command_deadline - time.time()) if command_deadline is not None else float("inf")
         # CLOCK_MONOTONIC is shared by all processes: the worker stops itself (with the plan's
         # line) before this deadline even when it was spawned or confined late.
-        request["hard_deadline_mono"] = hard_deadline
+        request["hard_deadline_mono"] = self.t0 + wall
         worker, generation = POOL.acquire()
         killed = False
         try:
-            worker.send(request, hard_deadline)
+            worker.send(request, self.deadline())
             while True:
-                msg = worker.recv(hard_deadline)
+                msg = worker.recv(self.deadline())
                 if msg is None:
                     self.done = self._worker_died(worker)
                     killed = True
@@ -121,7 +136,7 @@ class _Run:
                 if msg.get("type") == "done":
                     self.done = msg
                     return
-                self._handle(msg, worker, hard_deadline)
+                self._handle(msg, worker)
         except TimeoutError:
             worker.kill()
             killed = True
@@ -144,31 +159,33 @@ class _Run:
         return {"ok": False, "error": {"code": "plan_runtime_error", "details": {"exit": rc},
                                        "message": f"plan worker exited unexpectedly (status {rc})"}}
 
-    def _handle(self, msg: dict[str, Any], worker: Worker, deadline: float) -> None:
+    def _handle(self, msg: dict[str, Any], worker: Worker) -> None:
         kind = msg.get("type")
         if kind == "tool_call":
             self._tool_call(msg.get("record") or {}, msg.get("artifacts") or [])
         elif kind == "run":
-            left = max(0.0, deadline - time.monotonic() - 0.05)
-            worker.send(run_for_plan(str(msg.get("cmd", "")), root=str(self.ws.root), allow=self.limits.run_allow,
-                                     timeout_s=min(_seconds(msg.get("timeout_s")), left)), deadline)
+            left = max(0.0, self.deadline() - time.monotonic() - 0.05)
+            self._reply(worker, run_for_plan(str(msg.get("cmd", "")), root=str(self.ws.root), allow=self.limits.run_allow,
+                                             timeout_s=min(_seconds(msg.get("timeout_s")), left)))
         elif kind == "test":
-            left = max(0.0, deadline - time.monotonic() - 0.05)
-            worker.send(self._run_tests(min(_seconds(msg.get("timeout_s")), left)), deadline)
+            left = max(0.0, self.deadline() - time.monotonic() - 0.05)
+            self._reply(worker, self._run_tests(min(_seconds(msg.get("timeout_s")), left)))
         elif kind in ("progress", "log"):
             text = self.redactor.text(str(msg.get("message", "")))
             self.events.append({"type": kind, "message": text})
             if self.host is not None:
+                started = time.monotonic()
                 try:
                     getattr(self.host, kind)(text)
                 except Exception as exc:  # the host's trouble must not end the plan
                     self._audit("plan_host_error", call=kind, error=repr(exc))
+                self.blocked_s += time.monotonic() - started  # writing it out is the agent's time
         elif kind == "audit" and msg.get("event") in WORKER_AUDIT_EVENTS:
             raw = msg.get("fields")
             fields: dict[str, Any] = raw if isinstance(raw, dict) else {}
             self._audit(str(msg["event"]), **{str(k): v for k, v in fields.items() if k not in ("event", "run_id")})
         elif kind == "llm":
-            worker.send(self._call_llm(str(msg.get("prompt", "")), msg.get("opts") or {}), deadline)
+            self._reply(worker, self._call_llm(str(msg.get("prompt", "")), msg.get("opts") or {}))
 
     def _run_tests(self, timeout_s: float) -> dict[str, Any]:
         runner = getattr(self.host, "run_tests", None)
@@ -292,7 +309,8 @@ def run_plan(source: str, context: dict[str, Any], *, workspace: Workspace, limi
     ctx.pop("tools", None)
     run.execute({"kind": "plan", "source": source, "context": ctx, "limits": limits.to_dict(),
                  "wall_s": wall, "workspace": str(workspace.root), "run_id": run.run_id,
-                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall)
+                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall,
+                deadline)
     return _finish(run, source, context)
 
 
@@ -312,7 +330,8 @@ def run_actions(actions: list[dict[str, Any]], *, workspace: Workspace, limits: 
         return _finish(run, actions, None, exc)
     run.execute({"kind": "actions", "actions": actions, "limits": limits.to_dict(), "wall_s": wall,
                  "workspace": str(workspace.root), "run_id": run.run_id,
-                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall)
+                 "secret_values": workspace.secret_values(), "sandbox": _worker_sandbox(workspace, limits)}, wall,
+                deadline)
     return _finish(run, actions, None)
 
 
@@ -328,5 +347,5 @@ def run_request(kind: str, request: dict[str, Any], *, workspace: Workspace, lim
     except PlanError as exc:
         return _finish(run, record_source, None, exc)
     run.execute({**request, "kind": kind, "limits": limits.to_dict(), "wall_s": wall,
-                 "workspace": str(workspace.root), "run_id": run.run_id}, wall)
+                 "workspace": str(workspace.root), "run_id": run.run_id}, wall, deadline)
     return _finish(run, record_source, None)

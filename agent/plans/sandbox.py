@@ -8,7 +8,6 @@ arguments to plain Python data and results to plain Lua tables, and never raises
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -214,7 +213,7 @@ def execute_in_sandbox(entry: Callable[[Any, Any, Any], Any], toolbox: ToolBox, 
     lua = new_runtime(limits.memory_bytes)
     budget = max(0, int(limits.instructions))
     driver, state, host = lua.execute(
-        PRELUDE, _make_dispatch(lua, toolbox), time.monotonic, budget, HOOK_PERIOD,
+        PRELUDE, _make_dispatch(lua, toolbox), toolbox.clock, budget, HOOK_PERIOD,
         int(limits.output_bytes), int(limits.memory_bytes), float(soft_deadline),
         to_lua(lua, list(TOOL_NAMES)), to_lua(lua, dict.fromkeys(FORBIDDEN_GLOBALS, True)))
     sethook = lua.eval("debug.sethook")

@@ -263,7 +263,7 @@ class ToolBox:
         self.ws = workspace
         self.limits = limits
         self.bridge = bridge
-        self.deadline = deadline          # time.monotonic() after which tools stop waiting
+        self.deadline = deadline          # on the plan's clock (`clock`), after which tools stop waiting
         self.on_record = on_record
         self.calls: list[dict[str, Any]] = []
         self.artifacts: list[dict[str, Any]] = []
@@ -364,8 +364,13 @@ class ToolBox:
         self.artifacts.append(art.to_dict())
         return art.to_dict()
 
+    def clock(self) -> float:
+        """The plan's clock: the bridge's when it keeps one (the agent's own waiting left out)."""
+        clock = getattr(self.bridge, "clock", None)
+        return float(clock()) if callable(clock) else time.monotonic()
+
     def _time_left(self) -> float:
-        return self.deadline - time.monotonic()
+        return self.deadline - self.clock()
 
     # -- tools ---------------------------------------------------------------------------------
     def _t_read(self, path: Any, max_bytes: Any = None, line_range: Any = None) -> bytes:

@@ -28,6 +28,8 @@ from agent.sandbox.lifeline import ENV_FD, arm_sigio
 from agent.sandbox.policy import Policy
 from agent.workspace import Workspace
 
+_NOTICEABLE_WAIT_S = 0.05  # a write that took longer found the pipe full
+
 __all__ = ["main", "apply_rlimits", "soft_wall"]
 
 
@@ -74,23 +76,46 @@ def apply_rlimits(limits: PlanLimits, wall_s: float) -> None:
 
 
 class _Parent:
-    """The worker's side of the pipe: frames out, `llm` replies in."""
+    """The worker's side of the pipe: frames out, `llm` replies in.
+
+    `credit` is the time this plan spent waiting on the agent's own business — a write the agent
+    was too busy to read, or the agent's waiting on its output that it reports with each reply —
+    which the plan's clock (`clock`) leaves out."""
 
     def __init__(self, out: BinaryIO, inp: BinaryIO) -> None:
         self.out = out
         self.inp = inp
+        self.credit = 0.0
+        self._blocked_here = 0.0
+        self._reported = 0.0
+
+    def clock(self) -> float:
+        return time.monotonic() - self.credit
 
     def send(self, msg: dict[str, Any]) -> None:
+        started = time.monotonic()
         self.out.write(encode(msg))
         self.out.flush()
+        waited = time.monotonic() - started
+        if waited > _NOTICEABLE_WAIT_S:  # the pipe was full: the agent was not reading
+            self._blocked_here += waited
+            self.credit = max(self._blocked_here, self._reported)
 
-    # -- ToolBridge ---------------------------------------------------------------------------
-    def call_llm(self, prompt: str, opts: dict[str, Any]) -> str:
-        self.send({"type": "llm", "prompt": prompt, "opts": opts})
+    def _read_reply(self) -> Any:
         line = self.inp.readline()
         if not line:
             raise ToolError("the agent closed the plan channel", "shutting_down")
         reply = orjson.loads(line)
+        blocked = reply.pop("agent_blocked_s", None) if isinstance(reply, dict) else None
+        if isinstance(blocked, int | float) and blocked > self._reported:
+            self._reported = float(blocked)
+            self.credit = max(self._blocked_here, self._reported)
+        return reply
+
+    # -- ToolBridge ---------------------------------------------------------------------------
+    def call_llm(self, prompt: str, opts: dict[str, Any]) -> str:
+        self.send({"type": "llm", "prompt": prompt, "opts": opts})
+        reply = self._read_reply()
         if reply.get("error") is not None:
             raise ToolError(str(reply["error"]), str(reply.get("code") or "model_error"))
         return str(reply.get("text", ""))
@@ -103,10 +128,7 @@ class _Parent:
 
     def _ask(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.send(msg)
-        line = self.inp.readline()
-        if not line:
-            raise ToolError("the agent closed the plan channel", "shutting_down")
-        reply = orjson.loads(line)
+        reply = self._read_reply()
         if not isinstance(reply, dict):
             raise ToolError("bad reply from the agent", "internal_error")
         return reply

@@ -119,6 +119,38 @@ def test_deadline_caps_the_wall_limit(run, timer):
     assert code == "plan_timeout" and timer() < 2
 
 
+class StalledHost(Host):
+    """Its progress lines wait `stall_s`, as the agent does when the orchestrator stops reading stdout."""
+
+    def __init__(self, stall_s: float) -> None:
+        super().__init__()
+        self.stall_s = stall_s
+
+    def progress(self, message: str) -> None:
+        time.sleep(self.stall_s)
+        super().progress(message)
+
+
+@pytest.mark.parametrize("then", ["return", "ask the model"])
+def test_the_agents_own_waiting_is_not_the_plans_time(run, then):
+    # The plan needs well under its 1.5 s; the agent then waits 2.5 s on its output. With
+    # "ask the model" the plan itself waits for an answer the blocked agent gives late, so its own
+    # clock must leave the wait out too.
+    tail = 'return tools.call_llm("q", {tag = "x"})' if then == "ask the model" else "return x"
+    source = ("function run(ctx)\n  local x = 0\n  for i = 1, 20000 do x = x + i end\n"
+              f'  tools.progress("half way")\n  {tail}\nend')
+    host = StalledHost(2.5)
+    code, out = run(source, host=host, limits=PlanLimits(wall_s=1.5, instructions=10**9))
+    assert code == "ok", out
+    assert host.progress_msgs == ["half way"] and len(host.prompts) == (then == "ask the model")
+
+
+def test_the_command_deadline_still_bounds_a_stalled_plan(run, timer):
+    code, _ = run('function run(ctx)\n  tools.progress("p")\n  while true do end\nend', host=StalledHost(1.0),
+                  limits=PlanLimits(wall_s=30, instructions=10**12), deadline=time.time() + 2.0)
+    assert code == "plan_timeout" and timer() < 4
+
+
 def test_past_deadline_fails_at_once(ws):
     with pytest.raises(PlanTimeout):
         run_plan("function run(c) return 1 end", {}, workspace=ws, deadline=time.time() - 1)
