@@ -126,11 +126,21 @@ def _audit_for(home: Any, config: Any, task_id: str | None) -> Any:
                      keep=int(audit.get("max_files", 5)), task_id=task_id)
 
 
+def _config_or_none(home: Any) -> Any:
+    from agent.errors import AgentError
+
+    try:
+        return home.config()
+    except AgentError:
+        return None
+
+
 def _run(home: Any, args: argparse.Namespace) -> int:
+    from agent.errors import AgentError
     from agent.supervised.machine import Machine, RunOptions, new_task
     from agent.supervised.models import ModelPicker
     from agent.supervised.progress import Progress, summary_table
-    from agent.supervised.state import TERMINAL, clear_current, load_current
+    from agent.supervised.state import TERMINAL, TaskFiles, clear_current, load_current
 
     tty = sys.stdin.isatty() and sys.stdout.isatty()
     if args.reset:
@@ -144,10 +154,17 @@ def _run(home: Any, args: argparse.Namespace) -> int:
         if tty and not _ask(f"clear {what} and {len(pending)} pending approval(s)?"):
             _out("nothing cleared")
             return 0
+        ended = task is not None and task["status"] not in TERMINAL
+        if task is not None:
+            # The harness file must not say "running" for a task nobody will resume.
+            ended = TaskFiles(home, task["id"]).end_if_open("reset") or ended
         removed = clear_current(home)
-        config = home.config() if home.config_path.exists() else None
+        config = _config_or_none(home)
         if config is not None:
-            _audit_for(home, config, task["id"] if task else None).record("task_reset", removed=removed)
+            audit = _audit_for(home, config, task["id"] if task else None)
+            audit.record("task_reset", removed=removed)
+            if task is not None and ended:
+                audit.record("task_end", id=task["id"], status="stopped", error=None, termination_reason="reset")
         _out(f"cleared {len(removed)} file(s)" + "".join(f"\n  {r}" for r in removed))
         return 0
     config = home.config()
@@ -181,9 +198,21 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     if args.scripted_replies:
         from agent.models.scripted import ScriptedModel
 
-        scripted = ScriptedModel.from_file(args.scripted_replies)
-    audit = _audit_for(home, config, task["id"])
+        try:
+            scripted = ScriptedModel.from_file(args.scripted_replies)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            _err(f"cannot read --scripted-replies {args.scripted_replies}: {exc}")
+            return EXIT_USAGE
+    # Checks that can fail before the task exists run first: a refusal here leaves no state behind.
+    audit = _audit_for(home, config, None)
     picker = ModelPicker(config, audit, scripted=scripted)
+    try:
+        picker.preflight()
+    except AgentError as exc:
+        picker.close()
+        _err(exc.message + ("" if resumed else "; no task was created"))
+        return EXIT_USAGE
+    audit.task_id = task["id"]
     progress = Progress(sys.stdout, live=sys.stdout.isatty())
     options = RunOptions(workspace=Path(task["workspace"]), run_yes=args.yes and not resumed,
                          resume_yes=args.yes and resumed, ask=_ask if tty else None, say=progress.say,

@@ -7,6 +7,10 @@ timeout, does one unit of work (one planning attempt, one node, one decision, ..
 `state/current_task.json`, then `tasks/<id>/state.json`, `heartbeat.json` and one line of
 `actions.jsonl`. Every state change is audited (`state_transition`) and saved at once. Pauses
 (APPROVAL, MODEL_WAIT) end the process with `EXIT_PAUSED` and print how to resume.
+
+Whatever fails once the task exists ends it FAILED, never half-way: every candidate model failing
+(`termination_reason: models_failed`, with `models_tried`) or any other error
+(`fatal_error`) is saved to both state files and audited `task_end`, so the next `run` starts.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import utc_now
-from agent.errors import AgentError, ModelNotRunning, TaskGraphInvalid
+from agent.errors import AgentError, ModelNotRunning, NoModelAvailable, TaskGraphInvalid
 from agent.supervised.approvals import Approvals
 from agent.supervised.effects import EffectJournal
 from agent.supervised.events import TaskAudit
@@ -122,7 +126,8 @@ class Machine:
         save_current(self.home, self.task)
         on_disk = self.files.write_state(self._harness_status(), self.task["step_count"], self.task["created_at"],
                                          machine_state=self.task["status"],
-                                         termination_reason=self.task.get("termination_reason"))
+                                         termination_reason=self.task.get("termination_reason"),
+                                         models_tried=self.task.get("models_tried"))
         if on_disk == "stopped" and self.task["status"] not in TERMINAL:
             self._stop.set()
         self.files.heartbeat(self.task["step_count"], self.task["status"])
@@ -175,9 +180,26 @@ class Machine:
         watcher.start()
         try:
             return self._loop()
+        except NoModelAvailable as exc:
+            return self._fail_task("models_failed", exc.message)
+        except AgentError as exc:
+            return self._fail_task("fatal_error", exc.message)
+        except Exception as exc:  # a bug must still end the task, with its traceback on record
+            self.audit.exception("internal_error", exc)
+            return self._fail_task("fatal_error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self._done.set()
             watcher.join(timeout=2)
+
+    def _fail_task(self, reason: str, error: str) -> Outcome:
+        """End the task FAILED from wherever it was (pauses and in-flight nodes included)."""
+        tried = self.picker.tried()
+        if tried:
+            self.task["models_tried"] = tried
+        self.opt.say(f"FAILED: {error}")
+        if self.task["status"] not in TERMINAL:
+            self.to(FAILED, error=error, termination_reason=reason, paused=False, pause_reason=None)
+        return self._finish()
 
     def _loop(self) -> Outcome:
         while self.task["status"] not in TERMINAL:
@@ -239,7 +261,8 @@ class Machine:
     def _finish(self) -> Outcome:
         status = self.task["status"]
         self.audit.record("task_end", id=self.task["id"], status=status, error=self.task.get("error"),
-                          termination_reason=self.task.get("termination_reason"))
+                          termination_reason=self.task.get("termination_reason"),
+                          models_tried=self.task.get("models_tried"))
         self.save()
         return Outcome(status, EXIT_COMPLETE if status == COMPLETE else EXIT_STOPPED if status == STOPPED
                        else EXIT_FAILED, self.task)
@@ -404,6 +427,8 @@ class Machine:
                 node["status"] = "pending"
                 self._pause_for_model(exc, GRAPH_EXEC)
                 return None
+            except NoModelAvailable:
+                raise  # no model can do any node: the task fails, retrying the node cannot help
             except AgentError as exc:
                 if self._stop.is_set():
                     raise _Stop() from None
@@ -447,6 +472,8 @@ class Machine:
             except ModelNotRunning as exc:
                 self._pause_for_model(exc, GRAPH_EXEC)
                 return
+            except NoModelAvailable:
+                raise
             except AgentError as exc:
                 self._fail_node(node, error_text(exc))
                 return
@@ -515,6 +542,8 @@ class Machine:
                                    max_retries=int(self.config.limit("max_node_retries")))
         except ModelNotRunning:
             return False
+        except NoModelAvailable:
+            raise
         except AgentError as exc:
             self.audit.record("graph_validation_failed", replan_of=node["id"], problems=exc.details.get("problems")
                               or [exc.message])
@@ -538,6 +567,8 @@ class Machine:
         except ModelNotRunning as exc:
             self._pause_for_model(exc, SKILL_DRAFT)
             return
+        except NoModelAvailable:
+            raise
         except AgentError as exc:
             self.to(GRAPH_EXEC)
             self._fail_node(node, error_text(exc), final=True)
