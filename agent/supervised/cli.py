@@ -1,4 +1,4 @@
-"""`luallm-agent init | doctor | run | stop | log`: supervised standalone mode for a person.
+"""`luallm-agent init | doctor | run | stop | log | approvals`: supervised standalone mode for a person.
 
 Exit codes of `run`: 0 complete, 1 failed (`termination_reason` says when it was the step budget
 or the timeout), 2 cannot start (bad settings, corrupted state, a task already in progress),
@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["add_parsers", "main", "COMMANDS"]
 
-COMMANDS = ("init", "doctor", "run", "stop", "log")
+COMMANDS = ("init", "doctor", "run", "stop", "log", "approvals")
 EXIT_USAGE = 2
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 
@@ -55,8 +55,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue the saved task")
     p.add_argument("--reset", action="store_true", help="clear the saved task and pending approvals")
     p.add_argument("--yes", action="store_true",
-                   help="with a prompt: skip task confirmation (and path reads unless manual); with --resume: "
-                        "approve the pending requests the pause listed (never skill promotion)")
+                   help="skip task confirmation and path reads (unless manual), also when pending on --resume; "
+                        "never a write, an overwrite, network access or skill promotion: answer those on a "
+                        "terminal or with `luallm-agent approvals approve ID`")
     p.add_argument("--workspace", help="directory the task works in (default: current directory)")
     p.add_argument("--scripted-replies", help=argparse.SUPPRESS)  # tests: model replies in order
     p.set_defaults(func=main, supervised="run")
@@ -73,6 +74,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the JSONL entries as they are")
     p.set_defaults(func=main, supervised="log")
 
+    from agent.supervised.approvals_cli import add_parser as add_approvals_parser
+
+    add_approvals_parser(sub, main)
+
 
 def main(args: argparse.Namespace) -> int:
     from agent.errors import AgentError
@@ -80,7 +85,8 @@ def main(args: argparse.Namespace) -> int:
 
     home = AgentHome.from_arg(args.home)
     try:
-        handler = {"init": _init, "doctor": _doctor, "run": _run, "stop": _stop, "log": _log}[args.supervised]
+        handler = {"init": _init, "doctor": _doctor, "run": _run, "stop": _stop, "log": _log,
+                   "approvals": _approvals}[args.supervised]
         return handler(home, args)
     except AgentError as exc:
         _err(exc.message)
@@ -230,6 +236,12 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     else:
         _out(summary_table(outcome.task))
     return outcome.exit_code
+
+
+def _approvals(home: Any, args: argparse.Namespace) -> int:
+    from agent.supervised.approvals_cli import run
+
+    return int(run(home, args, _audit_for))
 
 
 def _stop(home: Any, args: argparse.Namespace) -> int:

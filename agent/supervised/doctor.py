@@ -191,11 +191,18 @@ def _lua(add: Any) -> None:
 
 
 def _tasks(home: AgentHome, add: Any) -> None:
-    pending = sorted(p.name for p in home.approvals_dir.glob("*.json")) if home.approvals_dir.is_dir() else []
-    add("tasks", "pending approvals", "warn" if pending else "ok",
-        f"{len(pending)} pending ({', '.join(pending[:3])}); answer with `luallm-agent run --resume`" if pending
-        else "none")
+    from agent.supervised.approval_files import requests
     from agent.supervised.state import describe_current
+
+    found = requests(home)
+    waiting = [r.id for r in found if r.waiting]
+    answered = [r.id for r in found if not r.waiting and r.answer is not None]
+    add("tasks", "pending approvals", "warn" if waiting else "ok",
+        f"{len(waiting)} waiting for a person ({', '.join(waiting[:3])}); see `luallm-agent approvals list`"
+        if waiting else "none waiting for a person")
+    if answered:
+        add("tasks", "answered approvals", "info",
+            f"{len(answered)} answered, applied by `luallm-agent run --resume` ({', '.join(answered[:3])})")
 
     level, detail = describe_current(home)
     add("tasks", "running task", level, detail)

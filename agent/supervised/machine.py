@@ -24,7 +24,7 @@ from typing import Any
 
 from agent.clock import utc_now
 from agent.errors import AgentError, ModelNotRunning, NoModelAvailable, TaskGraphInvalid
-from agent.supervised.approvals import Approvals
+from agent.supervised.approvals import RUN_YES_SKIPS, Approvals
 from agent.supervised.effects import EffectJournal
 from agent.supervised.events import TaskAudit
 from agent.supervised.graph import ready_nodes, skip_downstream, validate_graph
@@ -286,13 +286,17 @@ class Machine:
         if self.task["status"] != APPROVAL:
             self.to(APPROVAL, resume_status=resume_status)
         hints = ["waiting for approval:"]
-        for e in Approvals.pending(self.task):
+        pending = Approvals.pending(self.task)
+        for e in pending:
             hints.append(f"  - [{e['tier']}] {e['summary']}")
-            hints.append(f"    pending file: {e['file']}")
+            hints.append(f"    id {Path(e['file']).stem}  (pending file: {e['file']})")
         hints.append(f"answer on a terminal with: {self._resume_cmd()}")
-        if any(e["tier"] not in ("skill_promotion", "decision") and e["mode"] == "prompt"
-               for e in Approvals.pending(self.task)):
-            hints.append(f"or approve what is listed above with: {self._resume_cmd(' --yes')}")
+        if any(e["tier"] not in ("skill_promotion",) for e in pending):
+            hints.append(f"or answer one by id: luallm-agent approvals approve ID --home {self.home.root} "
+                         f"(or reject ID), then: {self._resume_cmd()}")
+        if any(e["tier"] in RUN_YES_SKIPS and e["mode"] == "prompt" for e in pending):
+            hints.append(f"or approve the confirmation and reads above with: {self._resume_cmd(' --yes')} "
+                         "(--yes never approves a write, an overwrite or network access)")
         raise _Pause("approval", hints)
 
     def _pause_for_model(self, exc: ModelNotRunning, resume_status: str) -> None:
@@ -586,15 +590,21 @@ class Machine:
         self._pause_for_approval(GRAPH_EXEC)
 
     def _recheck_skill(self, entry: dict[str, Any], node: dict[str, Any]) -> None:
+        from agent.approval_archive import locate
         from agent.skills.lifecycle import SkillLifecycle
         from agent.supervised.state import read_json
 
         life = SkillLifecycle(self.home.skills(), audit=self.audit)
-        path = Path(entry["file"])
+        # `skills resume` may have answered it already, moving it to state/approvals/.
+        path = locate(Path(entry["file"])) or Path(entry["file"])
         try:
             approval = read_json(path)
         except (OSError, ValueError):
             entry["status"] = "denied"
+            return
+        if approval.get("status") == "approved" and path.parent.name == "approvals":
+            entry["status"] = "approved"
+            node["skill_source"] = "allowed"
             return
         if approval.get("status") == "rejected":
             entry["status"] = "denied"

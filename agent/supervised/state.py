@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from agent.approval_archive import archive
 from agent.clock import utc_now
 from agent.errors import TaskStateCorrupted
 from agent.supervised.home import AgentHome
@@ -90,12 +91,24 @@ def save_current(home: AgentHome, task: dict[str, Any]) -> None:
 
 
 def clear_current(home: AgentHome) -> list[str]:
-    """Remove current_task.json and every pending approval; returns what was removed."""
+    """Remove current_task.json and clear every pending approval; returns what was removed.
+
+    A cleared request is kept under `state/approvals/` marked cleared, like any answered one."""
     removed: list[str] = []
-    for p in [home.current_task, *sorted(home.approvals_dir.glob("*.json"))]:
-        with contextlib.suppress(FileNotFoundError):
-            p.unlink()
-            removed.append(str(p))
+    with contextlib.suppress(FileNotFoundError):
+        home.current_task.unlink()
+        removed.append(str(home.current_task))
+    for p in sorted(home.approvals_dir.glob("*.json")):
+        try:
+            request = read_json(p)
+        except (OSError, orjson.JSONDecodeError):
+            request = None
+        if isinstance(request, dict):
+            archive(p, {**request, "decision": "cleared", "decided_by": "luallm-agent run --reset",
+                        "decided_at": utc_now()})
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(str(p))
     return removed
 
 

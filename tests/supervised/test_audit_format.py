@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 from supervised_support import World, invalid_audit_lines
@@ -79,3 +80,33 @@ def test_the_validator_rejects_the_old_flat_format(tmp_path: Path) -> None:
                                                        "skill": "x"}) + "\n")
     assert invalid_audit_lines(tmp_path)
     (state / "audit_log.jsonl").unlink()
+
+
+def test_doctor_exits_0_after_a_promotion_and_approve_id_cannot_promote(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init()
+    assert w.cli("doctor").returncode == 0
+    drafted = w.cli("skills", "draft", "word_count", "--spec", "count words", "--scripted-replies",
+                    str(w.replies([WORD_COUNT])))
+    assert drafted.returncode == 0, drafted.stdout + drafted.stderr
+    [request] = json.loads(w.cli("approvals", "list", "--json").stdout)
+    assert request["tier"] == "skill_promotion" and request["waiting"]
+    waiting = w.cli("doctor")
+    assert waiting.returncode == 2 and "1 waiting for a person" in waiting.stdout
+    # approving by id is not promotion: only the person's own cp is
+    refused = w.cli("approvals", "approve", request["id"])
+    assert refused.returncode == 2 and "only a person's own cp" in refused.stderr
+    assert not (w.home / "skills" / "allowed" / "word_count.lua").exists()
+    yes = w.cli("skills", "resume", "--answer", "y")
+    commands = [x for x in yes.stdout.splitlines() if x.startswith(("cp ", "chmod "))]
+    assert len(commands) == 4, yes.stdout
+    for cmd in commands:
+        subprocess.run(cmd.split(), check=True)
+    validated = w.cli("skills", "resume")
+    assert validated.returncode == 0 and "approved" in validated.stdout
+    assert not list((w.home / "state" / "pending_approvals").glob("*.json"))
+    kept = json.loads((w.home / "state" / "approvals" / f"{request['id']}.json").read_text())
+    assert kept["status"] == "approved"
+    after = w.cli("doctor")
+    assert after.returncode == 0, after.stdout
+    assert "none waiting for a person" in after.stdout
