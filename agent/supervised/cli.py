@@ -21,6 +21,24 @@ __all__ = ["add_parsers", "main", "COMMANDS"]
 COMMANDS = ("init", "doctor", "run", "stop", "log", "approvals")
 EXIT_USAGE = 2
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+RUN_EPILOG = """\
+which model answers (config.json in the home; check it with `luallm-agent doctor`):
+  luallm models (the default): "model_selection" names them per task type (planning,
+  simple_transform, skill_generation, or "default"), prefer first, then fallback:
+    "model_selection": {"default": {"prefer": ["MODEL"], "fallback": ["OTHER"]}}
+  `luallm-agent init --model MODEL` writes that on a new home; empty means the first running
+  luallm model. A stopped model pauses the task with its `luallm start MODEL` command, or is
+  started for you with "luallm": {"auto_start": true} ("auto_stop": true stops it after the task).
+  An OpenAI-compatible server instead of luallm: "providers" (and "routing") in config.json, the
+  shape `luallm-agent stdio --config` reads, with "model_selection" left out.
+
+files outside the home: the files the task writes (each approved first), and one run record per
+plan or skill node under WORKSPACE/logs/luallm-agent/plans/.
+
+examples:
+  luallm-agent run "summarise data.csv into summary.md" --workspace ~/data
+  luallm-agent run --resume          (also spelled: luallm-agent --resume)
+  luallm-agent run --reset           (also spelled: luallm-agent --reset)"""
 
 
 def _out(text: str) -> None:
@@ -49,7 +67,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
     p.set_defaults(func=main, supervised="doctor")
 
-    p = sub.add_parser("run", help='run a supervised task: run "PROMPT", run --resume, run --reset')
+    p = sub.add_parser("run", help='run a supervised task: run "PROMPT", run --resume, run --reset',
+                       description="Plan and run one task in the workspace, pausing for approvals and models.",
+                       epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     home_opt(p)
     p.add_argument("prompt", nargs="?", help="what to do")
     p.add_argument("--resume", action="store_true", help="continue the saved task")
@@ -224,11 +244,13 @@ def _run(home: Any, args: argparse.Namespace) -> int:
                          resume_yes=args.yes and resumed, ask=_ask if tty else None, say=progress.say,
                          show=progress.show)
     _out(f"{'resuming' if resumed else 'task'} {task['id']}  (home {home.root})")
+    ended = False
     try:
         outcome = Machine(home, config, task, options, audit, picker).run(resumed=resumed)
+        ended = outcome.status in TERMINAL
     finally:
         progress.close()
-        picker.close()
+        picker.close(task_ended=ended)
     if outcome.hints:
         _out("PAUSED (exit 3): " + outcome.hints[0])
         for line in outcome.hints[1:]:

@@ -53,6 +53,7 @@ class ModelPicker:
                                          "providers)", binary=binary)
             lu = self.config.section("luallm")
             self._cli = LuallmCLI(binary, audit=self.audit, auto_start=self.config.auto_start,
+                                  auto_stop=bool(lu.get("auto_stop", False)),
                                   command_timeout_s=float(lu.get("command_timeout_s", 15.0)),
                                   ready_timeout_s=float(self.config.limit("model_start_timeout_seconds")))
         return self._cli
@@ -87,8 +88,18 @@ class ModelPicker:
         candidates = [c for c in configured if not self._set_aside(c)]
         if configured and not candidates:
             raise self._all_failed(task_type, configured)
+        try:
+            notes = cli.notes()
+        except ModelError:
+            notes = {}
+
+        def flagged(name: str) -> bool:
+            note = notes.get(name)
+            return bool(parse_note(note.content if note else None).unsuitable & {task_type, "all", "*"})
+
         if not configured:
-            running = [s for s in status.servers if s.running and not self._set_aside(s.model)]
+            running = [s for s in status.servers if s.running and not self._set_aside(s.model)
+                       and not flagged(s.model)]
             if running:
                 self.audit.record("model_selected", model=running[0].model, task_type=task_type, running=True,
                                   reason="no model_selection: first running luallm model")
@@ -101,15 +112,9 @@ class ModelPicker:
                 raise NoModelAvailable("luallm has no installed model; install one, then `luallm start MODEL`",
                                        tried=[])
             candidates = installed[:1]
-        try:
-            notes = cli.notes()
-        except ModelError:
-            notes = {}
         usable: list[str] = []
         for name in candidates:
-            note = notes.get(name)
-            flags = parse_note(note.content if note else None)
-            if flags.unsuitable & {task_type, "all", "*"}:
+            if flagged(name):
                 self.audit.record("model_skip", model=name, task_type=task_type, reason="flagged in luallm notes")
                 continue
             usable.append(name)
@@ -222,6 +227,10 @@ class ModelPicker:
             return f"timed out at {where}"
         return " ".join(exc.message.split())[:200]
 
-    def close(self) -> None:
+    def close(self, *, task_ended: bool = True) -> None:
+        """With `luallm.auto_stop`, stop the models this run started once the task has ended; a
+        paused task keeps them for its resume."""
         if self._cli is not None:
+            if not task_ended:
+                self._cli.started.clear()
             self._cli.close()

@@ -4,7 +4,8 @@ agent/models/luallm.py and tests/models/test_luallm.py): `status --json` with `s
 lists printed as `{}`, `start`/`stop` in plain text with no `--json`, errors as plain text on
 stdout with exit 1, an unknown word taken as a model name. Its world lives in the JSON file named
 by $FAKE_LUALLM_STATE: {"installed": [...], "running": {"model": port}, "notes": {"model": "..."},
-"dies": {"model": N}}: a model in `dies` is reported running by N more `status` calls, then as
+"dies": {"model": N}, "ports": {"model": port}}: `start` puts a model on its `ports` entry (else
+8000 + the number running); a model in `dies` is reported running by N more `status` calls, then as
 exited with code 137 (a process the kernel killed), which is how a crash looks to the agent.
 Every call is appended to $FAKE_LUALLM_STATE.calls (one argv per line) for the tests.
 """
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
             print(f"Error: unknown model {model}")
             return 1
         if argv[0] == "start":
-            running[model] = 8000 + len(running)
+            running[model] = world.get("ports", {}).get(model, 8000 + len(running))
             print(f"Starting {model} on port {running[model]}...")
         else:
             running.pop(model, None)
