@@ -7,6 +7,7 @@ by $FAKE_LUALLM_STATE: {"installed": [...], "running": {"model": port}, "notes":
 "dies": {"model": N}, "ports": {"model": port}}: `start` puts a model on its `ports` entry (else
 8000 + the number running); a model in `dies` is reported running by N more `status` calls, then as
 exited with code 137 (a process the kernel killed), which is how a crash looks to the agent.
+With "garbled_status": true, `status --json` prints something that is not JSON.
 Every call is appended to $FAKE_LUALLM_STATE.calls (one argv per line) for the tests.
 """
 
@@ -42,6 +43,8 @@ def main(argv: list[str]) -> int:
     running = world.setdefault("running", {})
     if argv == ["help", "--json"]:
         out(HELP)
+    elif argv == ["status", "--json"] and world.get("garbled_status"):
+        print("Segmentation fault (core dumped)")
     elif argv == ["status", "--json"]:
         exited = world.setdefault("exited", {})
         for model, left in list(world.get("dies", {}).items()):

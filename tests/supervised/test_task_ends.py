@@ -150,3 +150,34 @@ def test_an_auto_start_that_never_gets_ready_fails_the_task_and_frees_the_next_r
     assert _state_json(w, task["id"])["status"] == "failed"
     assert w.events("task_end")[-1]["data"]["status"] == "failed"
     assert "in progress" not in w.cli("run", "y").stderr
+
+
+def test_luallm_answering_garbage_mid_task_fails_it_cleanly(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.state.write_text(json.dumps({"installed": ["m1"], "running": {"m1": 8001}, "notes": {},
+                                   "garbled_status": True}))
+    w.init(AUTO)
+    failed = w.cli("run", "x", "--scripted-replies", str(w.replies(["{}"])))
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "Traceback" not in failed.stderr and "is not JSON" in failed.stdout
+    task = w.current()
+    assert task["status"] == "failed" and task["termination_reason"] == "fatal_error"
+    state = _state_json(w, task["id"])
+    assert state["status"] == "failed" and state["termination_reason"] == "fatal_error"
+    assert w.events("task_end")[-1]["data"]["termination_reason"] == "fatal_error"
+    assert "in progress" not in w.cli("run", "y").stderr
+
+
+def test_reset_clears_a_waiting_approval_into_the_books(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init({"limits": {"llm_backoff_base_seconds": 0}})   # path_write and task_confirmation ask
+    g = graph({"id": "1", "action": "llm_call", "depends_on": [], "writes": ["out.md"], "prompt_template": "x"})
+    assert w.cli("run", "x", "--scripted-replies", str(w.replies([g, "text"]))).returncode == 3
+    task_id = w.current()["id"]
+    [pending] = list((w.home / "state" / "pending_approvals").glob("*.json"))
+    assert w.cli("run", "--reset").returncode == 0
+    assert not list((w.home / "state" / "pending_approvals").glob("*.json"))
+    kept = json.loads((w.home / "state" / "approvals" / pending.name).read_text())
+    assert kept["decision"] == "cleared" and kept["decided_by"] == "luallm-agent run --reset"
+    assert _state_json(w, task_id)["status"] == "stopped"
+    assert w.cli("doctor").returncode == 0
