@@ -3,21 +3,16 @@
 For a person without a terminal on the task (a CI job paused, a remote box): the pause printed
 each request's id; `approve`/`reject` records the answer in its file and `run --resume` applies
 it. Exit codes: 0 done, 2 bad id or a request that cannot be answered here (skill promotion).
+Parsing and answering live here; `supervised.cli` registers it and owns stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 __all__ = ["add_parser"]
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 def add_parser(sub: Any, func: Any) -> None:
@@ -40,7 +35,8 @@ def add_parser(sub: Any, func: Any) -> None:
     p.set_defaults(func=func, supervised="approvals")
 
 
-def run(home: Any, args: argparse.Namespace, audit_for: Any) -> int:
+def run(home: Any, args: argparse.Namespace, audit_for: Any, _out: Any) -> int:
+    """`_out` prints one line (the CLI module owns stdout)."""
     from agent.supervised.approval_files import answer, find, requests
 
     if args.approvals_command == "list":

@@ -263,7 +263,7 @@ def _run(home: Any, args: argparse.Namespace) -> int:
 def _approvals(home: Any, args: argparse.Namespace) -> int:
     from agent.supervised.approvals_cli import run
 
-    return int(run(home, args, _audit_for))
+    return int(run(home, args, _audit_for, _out))
 
 
 def _stop(home: Any, args: argparse.Namespace) -> int:
