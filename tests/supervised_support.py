@@ -100,6 +100,21 @@ class World:
         assert started.returncode == 0, started.stdout
 
 
+def invalid_audit_lines(root: Path) -> list[str]:
+    """'file:line: problem' for each audit line under `root` that is not one schema-valid entry."""
+    validator = jsonschema.Draft202012Validator(AUDIT_SCHEMA, format_checker=jsonschema.FormatChecker())
+    bad: list[str] = []
+    for path in sorted(root.rglob("audit_log.jsonl*")):
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            try:
+                entry = json.loads(line)
+            except ValueError as exc:
+                bad.append(f"{path}:{number}: not JSON ({exc})")
+                continue
+            bad += [f"{path}:{number}: {e.message}" for e in validator.iter_errors(entry)]
+    return bad
+
+
 def graph(*nodes: dict[str, Any]) -> dict[str, Any]:
     return {"nodes": list(nodes)}
 

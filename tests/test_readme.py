@@ -56,7 +56,7 @@ NOT_OFFLINE = [
     (re.compile(r"^python3 -m pytest\b"), "the test suite itself (CI runs it)"),
     (re.compile(r"--base-url http|^llama-server\b|^ollama\b|^vllm\b"), "needs a running model server"),
     (re.compile(r"tests/realmodel/|bench/bench_realmodel\.py"), "needs the opt-in real model (xllamacpp and a GGUF)"),
-    (re.compile(r"^luallm-agent (init|doctor|run|stop|log)\b"),
+    (re.compile(r"^luallm-agent (init|doctor|run|stop|log|approvals)\b"),
      "supervised mode: writes the person's home and needs a model (tests/supervised runs each one)"),
 ]
 

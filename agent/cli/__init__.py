@@ -62,6 +62,8 @@ def build_parser(only_stdio: bool = False) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0].startswith("-") and {"--resume", "--reset"} & set(argv):
+        argv = ["run", *argv]  # seed 000 §13 spells them `luallm-agent --resume` / `--reset`
     parser = build_parser(only_stdio=argv[:1] == ["stdio"])
     args = parser.parse_args(argv)
     try:

@@ -33,10 +33,18 @@ def _home(args: argparse.Namespace) -> Any:
 
 
 def _audit(home: Any) -> Any:
-    from agent.audit import AuditLog
-    from agent.redact import Redactor
+    """The home's audit log in its one format (supervised-audit schema: ts, event, task_id, data),
+    rotated as config.json's `audit` section says; these commands belong to no task."""
+    from agent.errors import AgentError
+    from agent.supervised.events import TaskAudit
 
-    return AuditLog(home.audit_path, Redactor(), stderr=False)
+    try:
+        raw = home.config().raw.get("audit")
+    except AgentError:  # an unreadable config is reported by the command itself, not here
+        raw = None
+    audit = raw if isinstance(raw, dict) else {}
+    return TaskAudit(home.audit_path, max_bytes=int(float(audit.get("max_size_mb", 50)) * 1024 * 1024),
+                     keep=int(audit.get("max_files", 5)), task_id=None)
 
 
 def _entries(home: Any) -> list[dict[str, Any]]:

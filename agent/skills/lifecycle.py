@@ -3,7 +3,8 @@ and validation of the copy a human promoted. The supervised `run` mode and `skil
 both call this.
 
 The agent writes only into `skills/agent/` (drafts) and `state/` (approval requests); promotion
-into `skills/allowed/` is printed as commands for a person and never executed here.
+into `skills/allowed/` is printed as commands for a person and never executed here. A request
+that is answered for good (rejected, or promoted and validated) moves to `state/approvals/`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from agent.approval_archive import archive
 from agent.audit import AuditLog
 from agent.clock import utc_now
 from agent.errors import AgentError, SkillNotFound
@@ -193,7 +195,10 @@ class SkillLifecycle:
         approval["decided_at"] = utc_now()
         commands = promotion_commands(self.home, approval) if yes else []
         approval["promotion_commands"] = commands or approval.get("promotion_commands", [])
-        self.save(path, approval)
+        if yes:
+            self.save(path, approval)  # still waits: for the person's cp, then validation
+        else:
+            archive(path, approval)
         self._audit("approval_resolved", skill=approval["skill"], decision="yes" if yes else "no",
                     approval=path.name)
         return commands
@@ -235,7 +240,7 @@ class SkillLifecycle:
             self._audit("approval_validation_failed", skill=name, problems=problems, approval=path.name)
             return Validation(False, problems, report)
         approval.update(status="approved", approved=True, validated_at=utc_now())
-        self.save(path, approval)
+        archive(path, approval)
         self._audit("approval_resolved", skill=name, approved=True, validated=True, approval=path.name)
         return Validation(True, [], report)
 

@@ -9,10 +9,12 @@ One job per module:
 - `models`    picks a luallm model for a task type (MODEL_WAIT when none runs)
 - `effects`   the journal of a node's file writes (applied once, even across kill -9)
 - `approvals` the tiers of §8, pending-approval files, TTY prompts
+- `approval_files` the pending requests as a person sees them: list, find by id, answer
+- `approvals_cli` `approvals list | approve ID | reject ID`
 - `nodes`     executes one node (llm_call, plan, skill, decision)
 - `state`     `state/current_task.json` and the per-task harness files of seed 002
 - `events`    the §9 audit entries of one task
 - `machine`   the state machine that drives a task to COMPLETE / FAILED / paused / stopped
 - `progress`  lines a person reads and the final summary table
-- `cli`       `init`, `doctor`, `run`, `stop`, `log`
+- `cli`       `init`, `doctor`, `run`, `stop`, `log` (and registers `approvals`)
 """

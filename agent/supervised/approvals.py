@@ -1,23 +1,24 @@
 """Approval tiers (seed 000 §8): ask on a TTY, otherwise leave a pending-approval file and pause.
 
 Tier values: `auto` (granted, audited), `prompt` (a yes/no question on the terminal), `manual`
-(only a person outside the CLI: they set `"decision"` in the pending file, then `--resume`).
-`skill_promotion` is manual whatever the config says (`HomeConfig.tier`).
+(only a person outside the CLI). Without a terminal a person answers one request by id
+(`luallm-agent approvals approve ID` / `reject ID`, or `"decision"` set in the file), then
+`--resume`. `skill_promotion` is manual whatever the config says (`HomeConfig.tier`).
 
-`run --yes` skips only what §8 lets it: task confirmation, and path reads unless `path_read` is
-`manual`. `--resume --yes` is different in kind: it answers the requests that are *already
-pending*, which the pause printed one by one (path, size, digest, staged copy) — a person's answer
-to a question they were shown, not a blanket pre-approval. It never answers `manual` tiers,
-skill promotion, or decisions (true/false, not yes/no).
+`--yes` skips only what §8 lets it: task confirmation, and path reads unless `path_read` is
+`manual` — with a prompt, or on `--resume` for such requests already pending. It never answers a
+write, a destructive overwrite, network access, skill promotion or a decision: those need a
+person's answer to the one request they were shown. An answered request leaves
+`pending_approvals/` for `state/approvals/` with its answer (`agent.approval_archive`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from agent.approval_archive import archive
 from agent.clock import utc_now
 from agent.supervised.events import TaskAudit
 from agent.supervised.home import AgentHome, HomeConfig
@@ -26,7 +27,6 @@ from agent.supervised.state import read_json, write_json_atomic
 __all__ = ["Approvals", "RUN_YES_SKIPS"]
 
 RUN_YES_SKIPS = ("task_confirmation", "path_read")
-NEVER_BY_YES = ("skill_promotion", "decision")
 
 
 class Approvals:
@@ -62,26 +62,30 @@ class Approvals:
             return self._resolve(entry, "approved", "auto (config)")
         if self.run_yes and tier in RUN_YES_SKIPS and mode != "manual":
             return self._resolve(entry, "approved", "--yes")
-        if self.resume_yes and tier not in NEVER_BY_YES and mode != "manual" and entry.get("shown"):
+        if self.resume_yes and tier in RUN_YES_SKIPS and mode != "manual" and entry.get("shown"):
             return self._resolve(entry, "approved", "--resume --yes")
         file_answer = self._file_answer(entry)
         if file_answer is not None:
-            return self._resolve(entry, file_answer, "pending-approval file")
+            return self._resolve(entry, *file_answer)
         if mode == "prompt" and self.ask is not None:
             return self._resolve(entry, "approved" if self.ask(summary) else "denied", "terminal")
         self._write_pending(task, key, entry)
         return "pending"
 
-    def _file_answer(self, entry: dict[str, Any]) -> str | None:
+    def _file_answer(self, entry: dict[str, Any]) -> tuple[str, str] | None:
+        """(decision, who answered) from the pending file, None while it waits."""
         try:
             data = read_json(self._path(entry))
         except (OSError, ValueError):
             return None
-        decision = str(data.get("decision") or "").lower() if isinstance(data, dict) else ""
+        if not isinstance(data, dict):
+            return None
+        decision = str(data.get("decision") or "").lower()
+        by = str(data.get("answered_by") or "pending-approval file")
         if decision in ("approved", "yes", "true"):
-            return "approved"
+            return "approved", by
         if decision in ("denied", "no", "false"):
-            return "denied"
+            return "denied", by
         return None
 
     def _path(self, entry: dict[str, Any]) -> Any:
@@ -98,17 +102,23 @@ class Approvals:
             "task_id": task["id"], "tier": entry["tier"], "key": key, "summary": entry["summary"],
             "details": entry.get("details", {}), "requested_at": entry["requested_at"], "mode": entry["mode"],
             "decision": None,
-            "how_to_answer": ("set \"decision\" to \"true\" or \"false\", then: luallm-agent run --resume"
-                              if entry["tier"] == "decision" else
-                              "set \"decision\" to \"approved\" or \"denied\", then: luallm-agent run --resume"
-                              if entry["mode"] == "manual" else
-                              "luallm-agent run --resume (answer on a terminal) or luallm-agent run --resume --yes")})
+            "how_to_answer": (f"luallm-agent approvals approve {path.stem} (or reject {path.stem}), then: "
+                              "luallm-agent run --resume" + (" (approve = true, reject = false)"
+                                                             if entry["tier"] == "decision" else ""))})
 
     def _resolve(self, entry: dict[str, Any], decision: str, by: str) -> str:
         entry.update(status=decision, decided_by=by, decided_at=utc_now())
         self.audit.record("approval_resolved", tier=entry["tier"], summary=entry["summary"], decision=decision, by=by)
-        with contextlib.suppress(FileNotFoundError):
-            self._path(entry).unlink()
+        path = self._path(entry)
+        try:
+            request = read_json(path)
+        except (OSError, ValueError):
+            return decision  # never written (answered before any pause): nothing waits
+        if isinstance(request, dict):
+            request.update(decision=decision, decided_by=by, decided_at=entry["decided_at"])
+            archive(path, request)
+        else:
+            path.unlink(missing_ok=True)
         return decision
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""`luallm-agent init | doctor | run | stop | log`: supervised standalone mode for a person.
+"""`luallm-agent init | doctor | run | stop | log | approvals`: supervised standalone mode for a person.
 
 Exit codes of `run`: 0 complete, 1 failed (`termination_reason` says when it was the step budget
 or the timeout), 2 cannot start (bad settings, corrupted state, a task already in progress),
@@ -18,9 +18,27 @@ from typing import Any
 
 __all__ = ["add_parsers", "main", "COMMANDS"]
 
-COMMANDS = ("init", "doctor", "run", "stop", "log")
+COMMANDS = ("init", "doctor", "run", "stop", "log", "approvals")
 EXIT_USAGE = 2
 _TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+RUN_EPILOG = """\
+which model answers (config.json in the home; check it with `luallm-agent doctor`):
+  luallm models (the default): "model_selection" names them per task type (planning,
+  simple_transform, skill_generation, or "default"), prefer first, then fallback:
+    "model_selection": {"default": {"prefer": ["MODEL"], "fallback": ["OTHER"]}}
+  `luallm-agent init --model MODEL` writes that on a new home; empty means the first running
+  luallm model. A stopped model pauses the task with its `luallm start MODEL` command, or is
+  started for you with "luallm": {"auto_start": true} ("auto_stop": true stops it after the task).
+  An OpenAI-compatible server instead of luallm: "providers" (and "routing") in config.json, the
+  shape `luallm-agent stdio --config` reads, with "model_selection" left out.
+
+files outside the home: the files the task writes (each approved first), and one run record per
+plan or skill node under WORKSPACE/logs/luallm-agent/plans/.
+
+examples:
+  luallm-agent run "summarise data.csv into summary.md" --workspace ~/data
+  luallm-agent run --resume          (also spelled: luallm-agent --resume)
+  luallm-agent run --reset           (also spelled: luallm-agent --reset)"""
 
 
 def _out(text: str) -> None:
@@ -49,14 +67,17 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
     p.set_defaults(func=main, supervised="doctor")
 
-    p = sub.add_parser("run", help='run a supervised task: run "PROMPT", run --resume, run --reset')
+    p = sub.add_parser("run", help='run a supervised task: run "PROMPT", run --resume, run --reset',
+                       description="Plan and run one task in the workspace, pausing for approvals and models.",
+                       epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     home_opt(p)
     p.add_argument("prompt", nargs="?", help="what to do")
     p.add_argument("--resume", action="store_true", help="continue the saved task")
     p.add_argument("--reset", action="store_true", help="clear the saved task and pending approvals")
     p.add_argument("--yes", action="store_true",
-                   help="with a prompt: skip task confirmation (and path reads unless manual); with --resume: "
-                        "approve the pending requests the pause listed (never skill promotion)")
+                   help="skip task confirmation and path reads (unless manual), also when pending on --resume; "
+                        "never a write, an overwrite, network access or skill promotion: answer those on a "
+                        "terminal or with `luallm-agent approvals approve ID`")
     p.add_argument("--workspace", help="directory the task works in (default: current directory)")
     p.add_argument("--scripted-replies", help=argparse.SUPPRESS)  # tests: model replies in order
     p.set_defaults(func=main, supervised="run")
@@ -73,6 +94,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the JSONL entries as they are")
     p.set_defaults(func=main, supervised="log")
 
+    from agent.supervised.approvals_cli import add_parser as add_approvals_parser
+
+    add_approvals_parser(sub, main)
+
 
 def main(args: argparse.Namespace) -> int:
     from agent.errors import AgentError
@@ -80,7 +105,8 @@ def main(args: argparse.Namespace) -> int:
 
     home = AgentHome.from_arg(args.home)
     try:
-        handler = {"init": _init, "doctor": _doctor, "run": _run, "stop": _stop, "log": _log}[args.supervised]
+        handler = {"init": _init, "doctor": _doctor, "run": _run, "stop": _stop, "log": _log,
+                   "approvals": _approvals}[args.supervised]
         return handler(home, args)
     except AgentError as exc:
         _err(exc.message)
@@ -126,11 +152,21 @@ def _audit_for(home: Any, config: Any, task_id: str | None) -> Any:
                      keep=int(audit.get("max_files", 5)), task_id=task_id)
 
 
+def _config_or_none(home: Any) -> Any:
+    from agent.errors import AgentError
+
+    try:
+        return home.config()
+    except AgentError:
+        return None
+
+
 def _run(home: Any, args: argparse.Namespace) -> int:
+    from agent.errors import AgentError
     from agent.supervised.machine import Machine, RunOptions, new_task
     from agent.supervised.models import ModelPicker
     from agent.supervised.progress import Progress, summary_table
-    from agent.supervised.state import TERMINAL, clear_current, load_current
+    from agent.supervised.state import TERMINAL, TaskFiles, clear_current, load_current
 
     tty = sys.stdin.isatty() and sys.stdout.isatty()
     if args.reset:
@@ -144,10 +180,17 @@ def _run(home: Any, args: argparse.Namespace) -> int:
         if tty and not _ask(f"clear {what} and {len(pending)} pending approval(s)?"):
             _out("nothing cleared")
             return 0
+        ended = task is not None and task["status"] not in TERMINAL
+        if task is not None:
+            # The harness file must not say "running" for a task nobody will resume.
+            ended = TaskFiles(home, task["id"]).end_if_open("reset") or ended
         removed = clear_current(home)
-        config = home.config() if home.config_path.exists() else None
+        config = _config_or_none(home)
         if config is not None:
-            _audit_for(home, config, task["id"] if task else None).record("task_reset", removed=removed)
+            audit = _audit_for(home, config, task["id"] if task else None)
+            audit.record("task_reset", removed=removed)
+            if task is not None and ended:
+                audit.record("task_end", id=task["id"], status="stopped", error=None, termination_reason="reset")
         _out(f"cleared {len(removed)} file(s)" + "".join(f"\n  {r}" for r in removed))
         return 0
     config = home.config()
@@ -181,19 +224,33 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     if args.scripted_replies:
         from agent.models.scripted import ScriptedModel
 
-        scripted = ScriptedModel.from_file(args.scripted_replies)
-    audit = _audit_for(home, config, task["id"])
+        try:
+            scripted = ScriptedModel.from_file(args.scripted_replies)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            _err(f"cannot read --scripted-replies {args.scripted_replies}: {exc}")
+            return EXIT_USAGE
+    # Checks that can fail before the task exists run first: a refusal here leaves no state behind.
+    audit = _audit_for(home, config, None)
     picker = ModelPicker(config, audit, scripted=scripted)
+    try:
+        picker.preflight()
+    except AgentError as exc:
+        picker.close()
+        _err(exc.message + ("" if resumed else "; no task was created"))
+        return EXIT_USAGE
+    audit.task_id = task["id"]
     progress = Progress(sys.stdout, live=sys.stdout.isatty())
     options = RunOptions(workspace=Path(task["workspace"]), run_yes=args.yes and not resumed,
                          resume_yes=args.yes and resumed, ask=_ask if tty else None, say=progress.say,
                          show=progress.show)
     _out(f"{'resuming' if resumed else 'task'} {task['id']}  (home {home.root})")
+    ended = False
     try:
         outcome = Machine(home, config, task, options, audit, picker).run(resumed=resumed)
+        ended = outcome.status in TERMINAL
     finally:
         progress.close()
-        picker.close()
+        picker.close(task_ended=ended)
     if outcome.hints:
         _out("PAUSED (exit 3): " + outcome.hints[0])
         for line in outcome.hints[1:]:
@@ -201,6 +258,12 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     else:
         _out(summary_table(outcome.task))
     return outcome.exit_code
+
+
+def _approvals(home: Any, args: argparse.Namespace) -> int:
+    from agent.supervised.approvals_cli import run
+
+    return int(run(home, args, _audit_for, _out))
 
 
 def _stop(home: Any, args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ runs without it, and `run` itself refuses when a luallm model is needed and lual
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import stat
@@ -23,6 +22,8 @@ from agent.supervised.paths import expand_user
 __all__ = ["Check", "run_checks", "exit_code", "render", "sandbox_boundary"]
 
 LEVELS = ("ok", "info", "warn", "fatal")
+# The task types supervised mode asks models for (seed 000 §10), checked when model_selection is empty.
+TASK_TYPES = ("planning", "simple_transform", "skill_generation")
 
 
 @dataclass(frozen=True)
@@ -47,20 +48,17 @@ def _writable_by_mode(path: Path) -> bool:
 
 
 def sandbox_boundary() -> tuple[str, str]:
-    """(level, detail) for the OS sandbox boundary this machine offers."""
+    """(level, detail) for the OS sandbox: the same report as `luallm-agent sandbox`.
+
+    Not confined is `info`, not a problem: supervised plans and skills get read-only tools (no
+    commands), and still run in the Lua sandbox inside a worker with rlimits."""
+    from agent.sandbox.detect import current
+
     try:
-        module: Any = importlib.import_module("agent.sandbox")
-    except ImportError:
-        return ("info", "agent.sandbox not installed in this build: plans and skills run in the Lua sandbox "
-                        "inside a separate worker process with rlimits (fallback; no OS-level boundary reported)")
-    for attr in ("describe", "available", "boundary"):
-        fn = getattr(module, attr, None)
-        if callable(fn):
-            try:
-                return ("ok", f"agent.sandbox: {fn()}")
-            except Exception as exc:  # a probe failing is itself a finding
-                return ("warn", f"agent.sandbox probe failed: {exc}")
-    return ("info", "agent.sandbox present; it reports no boundary description")
+        boundary = current()
+    except Exception as exc:  # a probe failing is itself a finding
+        return "warn", f"sandbox probe failed: {type(exc).__name__}: {exc}"
+    return ("ok" if boundary.confined else "info"), boundary.describe()
 
 
 def run_checks(home: AgentHome) -> list[Check]:
@@ -166,18 +164,28 @@ def _luallm(config: HomeConfig, add: Any) -> None:
     table = config.section("model_selection")
     if not table:
         add("selection", "model_selection", "ok" if running else "warn",
-            f"empty: the first running model is used ({running[0]})" if running
+            "empty: the first running model not flagged in its notes is used" if running
             else "empty and no model running: start one with `luallm start MODEL`")
     known = {s.model for s in status.servers}
-    for task_type in table:
-        names = config.selection(task_type)
-        up = [n for n in names if n in running]
+    for task_type in table or (TASK_TYPES if running else ()):
+        names = config.selection(task_type) or running
+        flagged = [n for n in names if _flags(notes, n).unsuitable & {task_type, "all", "*"}]
+        up = [n for n in names if n in running and n not in flagged]
         missing = [n for n in names if n not in known]
         level = "ok" if up else "warn"
-        detail = f"{up[0]} running" if up else f"no preferred or fallback model running ({', '.join(names)})"
+        detail = f"{up[0]} running" if up else f"no usable model running ({', '.join(names)})"
+        if flagged:
+            detail += f"; luallm notes mark {', '.join(flagged)} unsuitable for {task_type} (skipped)"
         if missing:
             detail += f"; not known to luallm: {', '.join(missing)}"
         add("selection", task_type, level, detail)
+
+
+def _flags(notes: dict[str, Any], model: str) -> Any:
+    from agent.models.notes import parse_note
+
+    note = notes.get(model)
+    return parse_note(note.content if note else None)
 
 
 def _lua(add: Any) -> None:
@@ -191,11 +199,18 @@ def _lua(add: Any) -> None:
 
 
 def _tasks(home: AgentHome, add: Any) -> None:
-    pending = sorted(p.name for p in home.approvals_dir.glob("*.json")) if home.approvals_dir.is_dir() else []
-    add("tasks", "pending approvals", "warn" if pending else "ok",
-        f"{len(pending)} pending ({', '.join(pending[:3])}); answer with `luallm-agent run --resume`" if pending
-        else "none")
+    from agent.supervised.approval_files import requests
     from agent.supervised.state import describe_current
+
+    found = requests(home)
+    waiting = [r.id for r in found if r.waiting]
+    answered = [r.id for r in found if not r.waiting and r.answer is not None]
+    add("tasks", "pending approvals", "warn" if waiting else "ok",
+        f"{len(waiting)} waiting for a person ({', '.join(waiting[:3])}); see `luallm-agent approvals list`"
+        if waiting else "none waiting for a person")
+    if answered:
+        add("tasks", "answered approvals", "info",
+            f"{len(answered)} answered, applied by `luallm-agent run --resume` ({', '.join(answered[:3])})")
 
     level, detail = describe_current(home)
     add("tasks", "running task", level, detail)

@@ -7,6 +7,10 @@ timeout, does one unit of work (one planning attempt, one node, one decision, ..
 `state/current_task.json`, then `tasks/<id>/state.json`, `heartbeat.json` and one line of
 `actions.jsonl`. Every state change is audited (`state_transition`) and saved at once. Pauses
 (APPROVAL, MODEL_WAIT) end the process with `EXIT_PAUSED` and print how to resume.
+
+Whatever fails once the task exists ends it FAILED, never half-way: every candidate model failing
+(`termination_reason: models_failed`, with `models_tried`) or any other error
+(`fatal_error`) is saved to both state files and audited `task_end`, so the next `run` starts.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.clock import utc_now
-from agent.errors import AgentError, ModelNotRunning, TaskGraphInvalid
-from agent.supervised.approvals import Approvals
+from agent.errors import AgentError, ModelNotRunning, NoModelAvailable, TaskGraphInvalid
+from agent.supervised.approvals import RUN_YES_SKIPS, Approvals
 from agent.supervised.effects import EffectJournal
 from agent.supervised.events import TaskAudit
 from agent.supervised.graph import ready_nodes, skip_downstream, validate_graph
@@ -122,7 +126,8 @@ class Machine:
         save_current(self.home, self.task)
         on_disk = self.files.write_state(self._harness_status(), self.task["step_count"], self.task["created_at"],
                                          machine_state=self.task["status"],
-                                         termination_reason=self.task.get("termination_reason"))
+                                         termination_reason=self.task.get("termination_reason"),
+                                         models_tried=self.task.get("models_tried"))
         if on_disk == "stopped" and self.task["status"] not in TERMINAL:
             self._stop.set()
         self.files.heartbeat(self.task["step_count"], self.task["status"])
@@ -175,9 +180,26 @@ class Machine:
         watcher.start()
         try:
             return self._loop()
+        except NoModelAvailable as exc:
+            return self._fail_task("models_failed", exc.message)
+        except AgentError as exc:
+            return self._fail_task("fatal_error", exc.message)
+        except Exception as exc:  # a bug must still end the task, with its traceback on record
+            self.audit.exception("internal_error", exc)
+            return self._fail_task("fatal_error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self._done.set()
             watcher.join(timeout=2)
+
+    def _fail_task(self, reason: str, error: str) -> Outcome:
+        """End the task FAILED from wherever it was (pauses and in-flight nodes included)."""
+        tried = self.picker.tried()
+        if tried:
+            self.task["models_tried"] = tried
+        self.opt.say(f"FAILED: {error}")
+        if self.task["status"] not in TERMINAL:
+            self.to(FAILED, error=error, termination_reason=reason, paused=False, pause_reason=None)
+        return self._finish()
 
     def _loop(self) -> Outcome:
         while self.task["status"] not in TERMINAL:
@@ -239,7 +261,8 @@ class Machine:
     def _finish(self) -> Outcome:
         status = self.task["status"]
         self.audit.record("task_end", id=self.task["id"], status=status, error=self.task.get("error"),
-                          termination_reason=self.task.get("termination_reason"))
+                          termination_reason=self.task.get("termination_reason"),
+                          models_tried=self.task.get("models_tried"))
         self.save()
         return Outcome(status, EXIT_COMPLETE if status == COMPLETE else EXIT_STOPPED if status == STOPPED
                        else EXIT_FAILED, self.task)
@@ -263,13 +286,17 @@ class Machine:
         if self.task["status"] != APPROVAL:
             self.to(APPROVAL, resume_status=resume_status)
         hints = ["waiting for approval:"]
-        for e in Approvals.pending(self.task):
+        pending = Approvals.pending(self.task)
+        for e in pending:
             hints.append(f"  - [{e['tier']}] {e['summary']}")
-            hints.append(f"    pending file: {e['file']}")
+            hints.append(f"    id {Path(e['file']).stem}  (pending file: {e['file']})")
         hints.append(f"answer on a terminal with: {self._resume_cmd()}")
-        if any(e["tier"] not in ("skill_promotion", "decision") and e["mode"] == "prompt"
-               for e in Approvals.pending(self.task)):
-            hints.append(f"or approve what is listed above with: {self._resume_cmd(' --yes')}")
+        if any(e["tier"] not in ("skill_promotion",) for e in pending):
+            hints.append(f"or answer one by id: luallm-agent approvals approve ID --home {self.home.root} "
+                         f"(or reject ID), then: {self._resume_cmd()}")
+        if any(e["tier"] in RUN_YES_SKIPS and e["mode"] == "prompt" for e in pending):
+            hints.append(f"or approve the confirmation and reads above with: {self._resume_cmd(' --yes')} "
+                         "(--yes never approves a write, an overwrite or network access)")
         raise _Pause("approval", hints)
 
     def _pause_for_model(self, exc: ModelNotRunning, resume_status: str) -> None:
@@ -404,6 +431,8 @@ class Machine:
                 node["status"] = "pending"
                 self._pause_for_model(exc, GRAPH_EXEC)
                 return None
+            except NoModelAvailable:
+                raise  # no model can do any node: the task fails, retrying the node cannot help
             except AgentError as exc:
                 if self._stop.is_set():
                     raise _Stop() from None
@@ -447,6 +476,8 @@ class Machine:
             except ModelNotRunning as exc:
                 self._pause_for_model(exc, GRAPH_EXEC)
                 return
+            except NoModelAvailable:
+                raise
             except AgentError as exc:
                 self._fail_node(node, error_text(exc))
                 return
@@ -515,6 +546,8 @@ class Machine:
                                    max_retries=int(self.config.limit("max_node_retries")))
         except ModelNotRunning:
             return False
+        except NoModelAvailable:
+            raise
         except AgentError as exc:
             self.audit.record("graph_validation_failed", replan_of=node["id"], problems=exc.details.get("problems")
                               or [exc.message])
@@ -538,6 +571,8 @@ class Machine:
         except ModelNotRunning as exc:
             self._pause_for_model(exc, SKILL_DRAFT)
             return
+        except NoModelAvailable:
+            raise
         except AgentError as exc:
             self.to(GRAPH_EXEC)
             self._fail_node(node, error_text(exc), final=True)
@@ -555,15 +590,21 @@ class Machine:
         self._pause_for_approval(GRAPH_EXEC)
 
     def _recheck_skill(self, entry: dict[str, Any], node: dict[str, Any]) -> None:
+        from agent.approval_archive import locate
         from agent.skills.lifecycle import SkillLifecycle
         from agent.supervised.state import read_json
 
         life = SkillLifecycle(self.home.skills(), audit=self.audit)
-        path = Path(entry["file"])
+        # `skills resume` may have answered it already, moving it to state/approvals/.
+        path = locate(Path(entry["file"])) or Path(entry["file"])
         try:
             approval = read_json(path)
         except (OSError, ValueError):
             entry["status"] = "denied"
+            return
+        if approval.get("status") == "approved" and path.parent.name == "approvals":
+            entry["status"] = "approved"
+            node["skill_source"] = "allowed"
             return
         if approval.get("status") == "rejected":
             entry["status"] = "denied"

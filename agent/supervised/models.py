@@ -18,7 +18,7 @@ import shutil
 import time
 from typing import Any
 
-from agent.errors import ModelError, ModelNotConfigured, ModelNotRunning, NoModelAvailable
+from agent.errors import ModelError, ModelNotConfigured, ModelNotRunning, ModelTimeout, NoModelAvailable
 from agent.models.base import ModelClient, ModelReply, ModelRequest
 from agent.models.luallm import LuallmCLI, start_command
 from agent.models.notes import parse_note
@@ -34,6 +34,8 @@ class ModelPicker:
         self.audit = audit
         self.scripted = scripted
         self.excluded: set[str] = set()  # crashed during this process
+        self.failures: dict[str, str] = {}  # model -> what happened to it, latest first-hand account
+        self._failed_now: set[str] = set()  # candidates that failed the call in progress
         self._routing: ModelClient | None = None
         self._cli: LuallmCLI | None = None
         self.replies: list[dict[str, Any]] = []  # this step's model replies, for actions.jsonl
@@ -51,9 +53,28 @@ class ModelPicker:
                                          "providers)", binary=binary)
             lu = self.config.section("luallm")
             self._cli = LuallmCLI(binary, audit=self.audit, auto_start=self.config.auto_start,
+                                  auto_stop=bool(lu.get("auto_stop", False)),
                                   command_timeout_s=float(lu.get("command_timeout_s", 15.0)),
                                   ready_timeout_s=float(self.config.limit("model_start_timeout_seconds")))
         return self._cli
+
+    def preflight(self) -> None:
+        """What must hold before a task exists: the luallm binary and the commands `run` relies on
+        (`help --json`, asked once per process and cached)."""
+        if self.uses_luallm:
+            self.cli().require_commands()
+
+    def tried(self) -> list[dict[str, str]]:
+        """The models that failed this run, with what happened to each (for the task's record)."""
+        return [{"model": m, "error": e} for m, e in self.failures.items()]
+
+    def _all_failed(self, task_type: str, candidates: list[str]) -> NoModelAvailable:
+        shown = ", ".join(f"{m} ({self.failures[m]})" for m in self.failures) or "none"
+        return NoModelAvailable(f"every candidate failed: {shown}", tried=list(self.failures), task_type=task_type,
+                                candidates=candidates, every_candidate_failed=True)
+
+    def _set_aside(self, model: str) -> bool:
+        return model in self.excluded or model in self._failed_now
 
     def check_running(self, model: str) -> bool:
         status = self.cli().status().server(model)
@@ -63,28 +84,37 @@ class ModelPicker:
         """(model, port) to use now; ModelNotRunning / NoModelAvailable otherwise."""
         cli = self.cli()
         status = cli.status()
-        candidates = [override] if override else self.config.selection(task_type)
-        candidates = [c for c in candidates if c not in self.excluded]
-        if not candidates and not (override or self.config.selection(task_type)):
-            running = [s for s in status.servers if s.running and s.model not in self.excluded]
-            if running:
-                self.audit.record("model_selected", model=running[0].model, task_type=task_type, running=True,
-                                  reason="no model_selection: first running luallm model")
-                return running[0].model, running[0].port
-            installed = [m.name for m in cli.list_models() if m.name not in self.excluded]
-            if not installed:
-                raise NoModelAvailable("luallm has no installed model; install one, then `luallm start MODEL`",
-                                       tried=[])
-            candidates = installed[:1]
+        configured = [override] if override else self.config.selection(task_type)
+        candidates = [c for c in configured if not self._set_aside(c)]
+        if configured and not candidates:
+            raise self._all_failed(task_type, configured)
         try:
             notes = cli.notes()
         except ModelError:
             notes = {}
+
+        def flagged(name: str) -> bool:
+            note = notes.get(name)
+            return bool(parse_note(note.content if note else None).unsuitable & {task_type, "all", "*"})
+
+        if not configured:
+            running = [s for s in status.servers if s.running and not self._set_aside(s.model)
+                       and not flagged(s.model)]
+            if running:
+                self.audit.record("model_selected", model=running[0].model, task_type=task_type, running=True,
+                                  reason="no model_selection: first running luallm model")
+                return running[0].model, running[0].port
+            everything = [m.name for m in cli.list_models()]
+            installed = [m for m in everything if not self._set_aside(m)]
+            if not installed:
+                if self.failures:
+                    raise self._all_failed(task_type, everything)
+                raise NoModelAvailable("luallm has no installed model; install one, then `luallm start MODEL`",
+                                       tried=[])
+            candidates = installed[:1]
         usable: list[str] = []
         for name in candidates:
-            note = notes.get(name)
-            flags = parse_note(note.content if note else None)
-            if flags.unsuitable & {task_type, "all", "*"}:
+            if flagged(name):
                 self.audit.record("model_skip", model=name, task_type=task_type, reason="flagged in luallm notes")
                 continue
             usable.append(name)
@@ -94,13 +124,23 @@ class ModelPicker:
                 self.audit.record("model_selected", model=name, task_type=task_type, running=True)
                 return name, server.port
         if not usable:
-            raise NoModelAvailable(f"no viable model for task type {task_type!r}: every candidate is excluded or "
-                                   f"flagged ({', '.join(candidates) or 'none'}); check `luallm status`",
-                                   tried=candidates)
+            if self.failures:
+                raise self._all_failed(task_type, candidates)
+            raise NoModelAvailable(f"no viable model for task type {task_type!r}: every candidate is flagged "
+                                   f"unsuitable in luallm notes ({', '.join(candidates) or 'none'}); check "
+                                   f"`{self.config.luallm_binary} notes`", tried=candidates)
         if self.config.auto_start:
-            started = cli.ensure_ready(usable[0])
-            self.audit.record("model_selected", model=usable[0], task_type=task_type, started=True)
-            return usable[0], started.port
+            for name in usable:
+                try:
+                    started = cli.ensure_ready(name)
+                except ModelNotRunning:
+                    raise
+                except ModelError as exc:
+                    self._fail(name, task_type, f"did not start: {exc.message}")
+                    continue
+                self.audit.record("model_selected", model=name, task_type=task_type, started=True)
+                return name, started.port
+            raise self._all_failed(task_type, candidates)
         model = usable[0]
         cmd = start_command(model, self.config.luallm_binary)
         self.audit.record("model_not_running", model=model, task_type=task_type, start_command=cmd)
@@ -132,7 +172,9 @@ class ModelPicker:
         """One completion; a model that dies is excluded and the next candidate tried."""
         request = ModelRequest(messages=[{"role": "user", "content": prompt}], task_type="planning"
                                if task_type == "planning" else "nested", max_tokens=max_tokens)
+        self._failed_now = set()
         while True:
+            port: int | None = None
             if self.uses_luallm:
                 model, port = self.pick(task_type, override)
                 client = self._client_for(model, port)
@@ -145,10 +187,9 @@ class ModelPicker:
             try:
                 reply = client.complete(request)
             except ModelError as exc:
-                if not self.uses_luallm or not self._died(model, exc, prompt):
+                if not self.uses_luallm:
                     raise
-                self.excluded.add(model)
-                self.audit.record("model_fallback", model=model, task_type=task_type, reason="crashed")
+                self._fail(model, task_type, self._what_happened(model, port, exc, prompt))
                 continue
             self.audit.record("llm_response", model=model, response_sha256=hashlib.sha256(reply.text.encode())
                               .hexdigest(), tokens_in=reply.usage.prompt_tokens,
@@ -157,18 +198,39 @@ class ModelPicker:
             self.replies.append({"model": model, "task_type": task_type, "text": reply.text[:65536]})
             return reply
 
-    def _died(self, model: str, exc: ModelError, prompt: str) -> bool:
+    def _fail(self, model: str, task_type: str, what: str) -> None:
+        self.failures[model] = what
+        self._failed_now.add(model)
+        self.audit.record("model_fallback", model=model, task_type=task_type, reason=what)
+
+    def _what_happened(self, model: str, port: int | None, exc: ModelError, prompt: str) -> str:
+        """One short phrase for the failure; a model whose process is gone is a crash (`model_oom`)."""
         try:
             why: dict[str, Any] | None = self.cli().diagnose(model)
         except ModelError:
-            return False
-        if why is None:
-            return False
-        tokens = len(prompt) // 4
-        self.audit.record("model_oom", model=model, context_tokens_est=tokens, error=exc.message, **why)
-        self.cli().suggest_note(model, f"max_prompt_tokens: {max(256, int(tokens * 0.9))} (crashed at ~{tokens})")
-        return True
+            why = None
+        if why is not None and why.get("state") != "running":
+            self.excluded.add(model)
+            tokens = len(prompt) // 4
+            self.audit.record("model_oom", model=model, context_tokens_est=tokens, error=exc.message, **why)
+            self.cli().suggest_note(model, f"max_prompt_tokens: {max(256, int(tokens * 0.9))} (crashed at ~{tokens})")
+            code = f", exit code {why['exit_code']}" if why.get("exit_code") is not None else ""
+            return f"crashed: luallm reports it {why.get('state')}{code}"
+        where = f"127.0.0.1:{port}" if port is not None else "its endpoint"
+        details = exc.details
+        if details.get("reason") == "connect_error":
+            return (f"connection refused at {where}" if "refused" in exc.message.lower()
+                    else f"cannot connect to {where}")
+        if details.get("status") is not None:
+            return f"HTTP {details['status']}"
+        if isinstance(exc, ModelTimeout):
+            return f"timed out at {where}"
+        return " ".join(exc.message.split())[:200]
 
-    def close(self) -> None:
+    def close(self, *, task_ended: bool = True) -> None:
+        """With `luallm.auto_stop`, stop the models this run started once the task has ended; a
+        paused task keeps them for its resume."""
         if self._cli is not None:
+            if not task_ended:
+                self._cli.started.clear()
             self._cli.close()

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from agent.approval_archive import archive
 from agent.clock import utc_now
 from agent.errors import TaskStateCorrupted
 from agent.supervised.home import AgentHome
@@ -27,6 +28,7 @@ __all__ = ["write_json_atomic", "read_json", "load_current", "save_current", "cl
 
 STATE_VERSION = 1
 TERMINAL = ("complete", "failed", "stopped")
+STOPPED_STATE = "stopped"
 _REQUIRED = ("version", "id", "prompt", "status", "step_count", "max_steps")
 
 
@@ -89,12 +91,24 @@ def save_current(home: AgentHome, task: dict[str, Any]) -> None:
 
 
 def clear_current(home: AgentHome) -> list[str]:
-    """Remove current_task.json and every pending approval; returns what was removed."""
+    """Remove current_task.json and clear every pending approval; returns what was removed.
+
+    A cleared request is kept under `state/approvals/` marked cleared, like any answered one."""
     removed: list[str] = []
-    for p in [home.current_task, *sorted(home.approvals_dir.glob("*.json"))]:
-        with contextlib.suppress(FileNotFoundError):
-            p.unlink()
-            removed.append(str(p))
+    with contextlib.suppress(FileNotFoundError):
+        home.current_task.unlink()
+        removed.append(str(home.current_task))
+    for p in sorted(home.approvals_dir.glob("*.json")):
+        try:
+            request = read_json(p)
+        except (OSError, orjson.JSONDecodeError):
+            request = None
+        if isinstance(request, dict):
+            archive(p, {**request, "decision": "cleared", "decided_by": "luallm-agent run --reset",
+                        "decided_at": utc_now()})
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(str(p))
     return removed
 
 
@@ -160,18 +174,34 @@ class TaskFiles:
         return self.read_state().get("status") == "stopped"
 
     def write_state(self, status: str, iteration: int, started_at: str, *, machine_state: str,
-                    termination_reason: str | None = None) -> str:
+                    termination_reason: str | None = None, models_tried: list[dict[str, str]] | None = None) -> str:
         """Write state.json unless a supervisor stopped the task first; returns the status on disk."""
         with self.locked():
             current = self.read_state()
             if current.get("status") == "stopped" and status != "stopped":
                 return "stopped"
-            write_json_atomic(self.state_json, {
+            state: dict[str, Any] = {
                 "status": status, "iteration": iteration, "started_at": started_at, "updated_at": utc_now(),
                 "termination_reason": termination_reason if termination_reason is not None
                 else current.get("termination_reason") if status == "stopped" else None,
-                "machine_state": machine_state, "pid": os.getpid()})
+                "machine_state": machine_state, "pid": os.getpid()}
+            if models_tried:
+                state["models_tried"] = models_tried
+            write_json_atomic(self.state_json, state)
             return status
+
+    def end_if_open(self, reason: str) -> bool:
+        """Mark state.json stopped with `reason` unless it already ended; True when it changed."""
+        if not self.state_json.exists():
+            return False
+        with self.locked():
+            state = self.read_state()
+            if state.get("status") in TERMINAL:
+                return False
+            state.update(status="stopped", updated_at=utc_now(), termination_reason=reason,
+                         machine_state=STOPPED_STATE)
+            write_json_atomic(self.state_json, state)
+        return True
 
     def heartbeat(self, iteration: int, status: str) -> None:
         write_json_atomic(self.heartbeat_json, {"iteration": iteration, "timestamp": utc_now(), "status": status,

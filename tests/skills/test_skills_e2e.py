@@ -130,7 +130,9 @@ def test_draft_rework_approval_promotion_resume_and_plan_call(home: Path, tmp_pa
     assert stat.S_IMODE((allowed / "word_count.lua").stat().st_mode) == 0o444
     resumed = _cli("skills", "resume", home=home)
     assert resumed.returncode == 0 and "validated in skills/allowed/: approved" in resumed.stdout
-    final = json.loads(approvals[0].read_text())
+    # answered for good: out of pending_approvals/, kept with its answer under state/approvals/
+    assert not approvals[0].exists()
+    final = json.loads((home / "state" / "approvals" / approvals[0].name).read_text())
     assert final["approved"] is True and final["status"] == "approved"
 
     # a plan calls the promoted skill

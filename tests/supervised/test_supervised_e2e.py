@@ -105,7 +105,7 @@ def test_run_completes_a_three_node_graph_and_audits_every_transition(tmp_path: 
     assert w.cli("log", "--tail", "3").stdout.count("\n") == 3
 
 
-def test_a_write_pauses_without_a_tty_and_finishes_after_resume_yes(tmp_path: Path) -> None:
+def test_a_write_pauses_without_a_tty_resume_yes_cannot_approve_it_and_approve_id_can(tmp_path: Path) -> None:
     w = World(tmp_path)
     w.init({"limits": {"llm_backoff_base_seconds": 0}})       # path_write stays "prompt"
     (w.ws / "data.csv").write_text("a,b\n")
@@ -121,13 +121,24 @@ def test_a_write_pauses_without_a_tty_and_finishes_after_resume_yes(tmp_path: Pa
     # --resume without --yes and without a TTY: still paused, nothing written
     again = w.cli("run", "--resume")
     assert again.returncode == 3 and not (w.ws / "summary.md").exists()
-    done = w.cli("run", "--resume", "--yes")
+    # --yes never approves a write (seed §8), not even one the pause listed
+    yes = w.cli("run", "--resume", "--yes")
+    assert yes.returncode == 3 and not (w.ws / "summary.md").exists()
+    listed = json.loads(w.cli("approvals", "list", "--json").stdout)
+    assert [(r["id"], r["tier"], r["waiting"]) for r in listed] == [(pending[0].stem, "path_write", True)]
+    assert f"id {pending[0].stem}" in yes.stdout
+    approved = w.cli("approvals", "approve", pending[0].stem)
+    assert approved.returncode == 0, approved.stderr
+    assert not (w.ws / "summary.md").exists()          # answered; applied by the resume
+    done = w.cli("run", "--resume")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (w.ws / "summary.md").read_text() == "# S\n"
     assert not list((w.home / "state" / "pending_approvals").glob("*.json"))
+    kept = json.loads((w.home / "state" / "approvals" / pending[0].name).read_text())
+    assert kept["decision"] == "approved" and kept["decided_by"] == "luallm-agent approvals approve"
     resolved = [e["data"] for e in w.events("approval_resolved") if e["data"]["tier"] == "path_write"]
-    assert resolved == [{**resolved[0], "decision": "approved", "by": "--resume --yes"}]
-    assert w.events("task_paused")
+    assert resolved == [{**resolved[0], "decision": "approved", "by": "luallm-agent approvals approve"}]
+    assert w.events("task_paused") and w.events("approval_answered")
     transitions_match(w)
 
 
@@ -139,6 +150,36 @@ def test_run_yes_does_not_skip_a_write_or_a_destructive_overwrite(tmp_path: Path
     paused = w.cli("run", "overwrite it", "--yes", "--scripted-replies", str(w.replies([g, "model text\n"])))
     assert paused.returncode == 3 and "destructive_overwrite" in paused.stdout
     assert (w.ws / "summary.md").read_text() == "a person's notes\n"
+    # --resume --yes cannot approve the overwrite either
+    again = w.cli("run", "--resume", "--yes")
+    assert again.returncode == 3 and "destructive_overwrite" in again.stdout
+    assert (w.ws / "summary.md").read_text() == "a person's notes\n"
+    assert not [e for e in w.events("approval_resolved") if e["data"]["tier"] == "destructive_overwrite"]
+    # a person's answer to that one request can
+    [request] = json.loads(w.cli("approvals", "list", "--json").stdout)
+    assert request["tier"] == "destructive_overwrite"
+    assert w.cli("approvals", "approve", request["id"]).returncode == 0
+    done = w.cli("run", "--resume")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (w.ws / "summary.md").read_text() == "model text\n"
+
+
+def test_resume_yes_cannot_approve_network_access_and_a_rejection_fails_the_node(tmp_path: Path) -> None:
+    w = World(tmp_path)
+    w.init({**AUTO_WRITES, "limits": {"max_plan_retries": 0, "llm_backoff_base_seconds": 0}})
+    g = graph({"id": "1", "action": "llm_call", "depends_on": [], "network": ["https://example.com/data"],
+               "prompt_template": "x"})
+    paused = w.cli("run", "fetch", "--yes", "--scripted-replies", str(w.replies([g, "fetched"])))
+    assert paused.returncode == 3 and "network_access" in paused.stdout
+    assert w.cli("run", "--resume", "--yes").returncode == 3
+    [request] = json.loads(w.cli("approvals", "list", "--json").stdout)
+    assert request["tier"] == "network_access" and request["waiting"]
+    assert w.cli("approvals", "reject", request["id"]).returncode == 0
+    done = w.cli("run", "--resume")
+    assert done.returncode == 1 and "network access to https://example.com/data was denied" in w.current()["error"]
+    kept = json.loads((w.home / "state" / "approvals" / f"{request['id']}.json").read_text())
+    assert kept["decision"] == "denied"
+    assert w.cli("approvals", "approve", request["id"]).returncode == 2   # answered: no longer pending
 
 
 def test_model_wait_pauses_with_the_start_command_and_finishes_once_the_model_runs(tmp_path: Path) -> None:
