@@ -57,7 +57,7 @@ _REJECTED_KEEP = 1500
 _PLAN_KEEP = 6000
 _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
-# default 0.2 Qwen2.5-Coder-0.5B gave the identical broken file on every repair.
+# default 0.2 a small model may give the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
 # The rest of a plan cut at its loop (agent/plans/loop_cut.py): a few statements and the answer.
 _RESUME_MAX_TOKENS = 512
@@ -80,8 +80,8 @@ class InvalidAnswer(AgentError):
 
 class StartOver(InvalidAnswer):
     """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
-    has a stricter form) instead of repairing it in the same conversation, where the model kept
-    defending it (the 1.5B: "No changes needed", three times, each time shown the failing values)."""
+    has a stricter form) instead of repairing it in the same conversation, where a model tends to
+    defend it ("No changes needed" again, even shown the failing values)."""
 
 
 # Errors worth sending back to the model with their exact message.
@@ -320,8 +320,8 @@ class _Loop:
 
     def start_over(self, message: str) -> None:
         """The conversation again from the task alone, told `message`: without the worked example
-        and without the rejected answers, which Qwen2.5-Coder-0.5B copied into every later answer
-        (the example's `old` text and its "Hello, {name}!" code, then its own copies of them)."""
+        and without the rejected answers, which a small model copies into every later answer
+        (the example's `old` text and code, then its own copies of them)."""
         from agent.roles.prompting import without_example
 
         kept = without_example(self.messages)
@@ -386,7 +386,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.candidate_attempt = attempt
                 raise
             copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
-            if copied is not None:  # valid in form, but about the example (the 0.5B reviewer's every finding)
+            if copied is not None:  # valid in form, but about the example, not the task
                 raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
                                     "project; answer about this task's own files")
         except _ToolRound as round_:

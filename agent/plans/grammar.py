@@ -363,8 +363,8 @@ def _statements(g: _Rules, answer: str) -> None:
     g.add("namestat", 'name (cs-n | as-n eq ws expr)')
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
     g.add("ret-r", f'"return" sp {answer}')
-    # Blocks are numbered by depth: below _DEPTH only simple statements (the 0.5B nested a dozen
-    # `if context.x == ... then` checks of fields that do not exist until its budget ran out).
+    # Blocks are numbered by depth: below _DEPTH only simple statements (a looping model may nest
+    # `if context.x == ... then` checks ever deeper until its budget runs out).
     for kind in ("r",):
         for loop in (0, 1):
             for depth in range(_DEPTH + 1):

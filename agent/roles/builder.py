@@ -237,7 +237,7 @@ def whole_files_form() -> Narrowing:
     schema["required"] = ["summary", "files"]
 
     def note(rejected: str) -> str:
-        # The real file names, never a placeholder: the 0.5B copied `src/app.py` and
+        # The real file names, never a placeholder: small models copy `src/app.py` and
         # "<the whole new file>" from an example shape verbatim.
         paths = _answer_paths(rejected) or ["the file"]
         shown = ", ".join(f'{{"path": "{p}", "content": <all of {p}, with your change>}}' for p in paths[:3])

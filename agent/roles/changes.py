@@ -131,12 +131,12 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: l
         extra = content[line_start:at]
         if extra and not extra.strip():
             # `old` matched inside a line's indentation: the model dropped the file's outer
-            # indentation (seen with a 0.5B model). Re-indent both sides rather than splice code
+            # indentation. Re-indent both sides rather than splice code
             # into the middle of the whitespace.
             old_in = _indent(old, extra)
             if content.count(old_in) == 1:
                 return content.replace(old_in, _indent(new, extra), 1)
-            # Only old's first line was short (its other lines match as written): the 1.5B quoted
+            # Only old's first line was short (its other lines match as written): a model may quote
             # a block from the middle of its first line's indentation, and `new` the same way.
             if _lead(new) == _lead(old):
                 new = extra + new
@@ -302,8 +302,8 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if content is None and str(e.get("new", "")).strip():
             # An edit of a file that does not exist has nothing to replace: it can only mean
             # "create it with `new`" — resolved here rather than refused, since small models
-            # answer new modules as edits every time (Qwen2.5-Coder-0.5B and 1.5B under real
-            # lorch, with a made-up `old`). The compile check below still judges the result.
+            # answer new modules as edits every time, with a made-up `old`. The compile check below
+            # still judges the result.
             notes = [] if not str(e.get("old", "")).strip() else \
                 [f"{where}: {path} did not exist; created it from the edit's new text"]
             pending[path] = FileWrite(path, e["new"], where, notes)

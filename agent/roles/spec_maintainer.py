@@ -94,8 +94,8 @@ _BARE_PATH = re.compile(r"\.?/?[\w./-]+\.\w{1,5}")
 
 
 # Words that say nothing about code: "Inputs and Changelog updated" is the maintainer's own work, and
-# "Review approved, task meets goal" says the work is done (the 1.5B asked that of the builder in
-# three rounds of a right fix-palindrome, until the loop's bound failed the run).
+# "Review approved, task meets goal" says the work is done; asked of the builder, either keeps
+# lorch's loop going on right code until its bound fails the run.
 _FILLER = frozenset("a an and the of in to with for on section sections spec heading headings updated update "
                     "updates edited edit added add entry entries note notes new is are was were has have been "
                     "be needs need needed & + , . review reviewed approved approval task tasks meets met goal "
