@@ -57,12 +57,12 @@ _REJECTED_KEEP = 1500
 _PLAN_KEEP = 6000
 _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
-# default 0.2 Qwen2.5-Coder-0.5B gave the identical broken file on every repair.
+# default 0.2 a small model may give the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
 # The rest of a plan cut at its loop (agent/plans/loop_cut.py): a few statements and the answer.
 _RESUME_MAX_TOKENS = 512
 # ... and when the cut left a call open, its missing text first (an edit's `new`, often as long as
-# its `old`): the 0.5B's rest was cut at 512 tokens inside it (run gram14).
+# its `old`), which 512 tokens may not hold.
 _RESUME_WITH_ARGUMENT_MAX_TOKENS = 1024
 _LOOP_MIN_CHARS = 2000
 _LOOP_RATIO = 0.1
@@ -80,8 +80,8 @@ class InvalidAnswer(AgentError):
 
 class StartOver(InvalidAnswer):
     """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
-    has a stricter form) instead of repairing it in the same conversation, where the model kept
-    defending it (the 1.5B: "No changes needed", three times, each time shown the failing values)."""
+    has a stricter form) instead of repairing it in the same conversation, where a model tends to
+    defend it ("No changes needed" again, even shown the failing values)."""
 
 
 # Errors worth sending back to the model with their exact message.
@@ -283,8 +283,8 @@ class _Loop:
         """Hold the next grammar-held plan to no variable `name` (a global the plan used without
         defining it); False when the form is not the grammar or the name is banned already.
 
-        Measured (0.5B, run gram16, fix-temperature): a spec plan with `{ temperature.py }` twice,
-        the second byte for byte the first, though the repair named the unknown global."""
+        A repair message naming the unknown global is not enough: a small model may send the same
+        plan back byte for byte."""
         if self.form.name != "grammar" or name in self.banned:
             return False
         grammar = grammar_for(self.spec.role, self.banned | {name}, self.spec.anchors)
@@ -320,8 +320,8 @@ class _Loop:
 
     def start_over(self, message: str) -> None:
         """The conversation again from the task alone, told `message`: without the worked example
-        and without the rejected answers, which Qwen2.5-Coder-0.5B copied into every later answer
-        (the example's `old` text and its "Hello, {name}!" code, then its own copies of them)."""
+        and without the rejected answers, which a small model copies into every later answer
+        (the example's `old` text and code, then its own copies of them)."""
         from agent.roles.prompting import without_example
 
         kept = without_example(self.messages)
@@ -386,7 +386,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.candidate_attempt = attempt
                 raise
             copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
-            if copied is not None:  # valid in form, but about the example (the 0.5B reviewer's every finding)
+            if copied is not None:  # valid in form, but about the example, not the task
                 raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
                                     "project; answer about this task's own files")
         except _ToolRound as round_:
@@ -418,14 +418,14 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             looped = cut_off and looping(reply.text)
             if looped and _cut_at_loop(ctx, loop, reply.text, attempt):
                 # The rest of this answer, not a new attempt: a model that loops in every plan
-                # would otherwise spend the whole repair budget on cut plans (run gram10).
+                # would otherwise spend the whole repair budget on cut plans.
                 attempt -= 1
                 continue
             last_chance = False
             if attempt > ctx.settings.max_repairs:
                 # The same failure twice, the second at the end of the budget: the plan is switched
-                # to JSON once more rather than fail (measured, 1.5B, run gram8: a spec plan indexing
-                # `context.files` in attempts 2 and 3; the failed update_spec ended lorch's run).
+                # to JSON once more rather than fail: a failed update_spec ends lorch's whole run, and
+                # the same plan error a third time is likely.
                 if loop.extended or not (repeated or same_error) \
                         or not loop.switch_to_json("the plan failed the same way twice, at the end of the repair budget"):
                     break
@@ -443,17 +443,17 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
                 ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
                 message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
-                # Measured: the 0.5B held to the plan grammar looped inside a long string on every
+                # A small model held to the plan grammar tends to loop inside a long string on every
                 # attempt; the JSON answer, held by its schema, is the form it finishes. But a plan
-                # that ran looped past its own end (the 0.5B, run gram17: prose after a long string
-                # that swallowed `end`); its error is what to repair, and its JSON answer looped too.
+                # that ran looped only past its own end (prose after the plan): its error is what
+                # to repair, and a switch to JSON would not help.
                 ran = isinstance(exc, PlanError) and not isinstance(exc, PlanInvalid)
                 if not ran and loop.switch_to_json("the plan repeated itself until it was cut off"):
                     message += " Answer with the JSON object only."
             elif cut_off:
                 loop.cutoffs += 1
-                # Measured (0.5B, run gram12): a spec plan nesting the same checks deeper each time,
-                # cut at its limit in all three attempts; the third failure ended the run (exit 3).
+                # A plan cut off twice will likely be cut off again (one that nests the same checks
+                # deeper each time), and a failed command may end lorch's run.
                 if loop.cutoffs >= 2 and loop.switch_to_json("the plan was cut off at its token limit twice"):
                     message += " Answer with the JSON object only."
             copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
@@ -481,10 +481,9 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
                             "matching the schema and the worked example.")
             elif same_error and loop.switch_to_json("the plan failed the same way twice"):
-                # Measured (0.5B, run gram14): a spec plan doing arithmetic on a table, the same error
-                # three times at any temperature; the failed update_spec ended lorch's run (exit 3).
-                # Likewise an answer a plan returned (run gram21: `section_edits` of three `false`,
-                # from `{"status" == "updated", ...}`, three times; exit 3 again).
+                # A plan error repeated once tends to repeat at any temperature, and a failed
+                # update_spec ends lorch's run. Likewise an answer a plan returned and that was
+                # refused twice the same way (e.g. `section_edits` of `false` values).
                 message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
                             "only, matching the schema and the worked example.")
             # Only the start of the rejected reply goes back: the error is what helps, and a
@@ -508,8 +507,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
 def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
     """Set up the request for the rest of a grammar-held plan that looped; False when the form is
     not a grammar-held plan, the command's cuts are used up (as many as attempts), or the plan
-    cannot be cut (agent/plans/loop_cut.py). A rest that loops itself is cut again (run gram12: the
-    0.5B's rest repeated a line of its own), within the same count."""
+    cannot be cut (agent/plans/loop_cut.py). A rest that loops itself (a model may repeat a line of
+    its own there too) is cut again, within the same count."""
     if loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs:
         return False
     cut = cut_loop(text)
@@ -563,16 +562,16 @@ _LINE_NUMBER = re.compile(r"\bline \d+\b")
 
 def _error_key(message: str) -> str:
     """An error as compared with earlier ones: the same failure at another line is the same failure
-    (the 0.5B's edit of an absent `def add(name, …)` at line 12, then 10, then 10: run gram18), and
-    so is an unknown global by another name (`require_path_or_…_gz`, then `…_ggz`: run gram18)."""
+    (a model's edit of the same absent text reported at line 12, then 10), and so is an unknown
+    global by another name (`require_path_or_…_gz`, then `…_ggz`)."""
     return UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
 
 
 def _clip(text: str) -> str:
     """The rejected reply as the next request shows it. A plan of up to _PLAN_KEEP characters is shown
-    whole, without the prose around it: a model repairs by copying its last answer, and the 1.5B
-    (run gram2 under the grammar) copied the clip mark too, which had fallen inside a long string,
-    so the string never closed and the reply ran on to its token limit."""
+    whole, without the prose around it: a model repairs by copying its last answer, clip mark
+    included; a mark inside a long string would leave the string unclosed and the reply would run
+    on to its token limit."""
     source = _plans().find_lua_plan(text)
     if source is not None and len(source) <= _PLAN_KEEP:
         return f"```lua\n{source}\n```"
@@ -717,8 +716,8 @@ def plan_context(ctx: CommandContext) -> dict[str, Any]:
 
     goal = ctx.cmd.inputs.get("goal")
     return {
-        # `goal` as well as `inputs.goal`: small models' plans read `context.goal` (the 0.5B's spec
-        # plans in run gram5 indexed it, nil, in all three attempts)
+        # `goal` as well as `inputs.goal`: small models' plans read `context.goal`, and a nil there
+        # fails every attempt
         **({"goal": goal} if isinstance(goal, str) else {}),
         "role": ctx.role, "action": ctx.cmd.action, "task_id": ctx.cmd.task_id, "inputs": ctx.cmd.inputs,
         "expected_outputs": [{"path": o.path, "required": o.required} for o in ctx.cmd.expected_outputs],

@@ -332,7 +332,7 @@ class OpenAIChatModel:
                     return
                 if stream.finish_reason is None and repeats.stopped:
                     # Closing the connection stops the server's generation: the copies still to
-                    # come would cost minutes (0.5B, run gram9: 264 s to its token limit) and say nothing.
+                    # come could cost minutes to the token limit and say nothing.
                     stream.finish_reason = "repetition"
                     loop = repeats.loop
                     if loop is None:

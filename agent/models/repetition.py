@@ -1,27 +1,22 @@
 """Spot a streamed answer that has fallen into a loop: its end is one block of text over and over.
 
-Measured (Qwen2.5-Coder-0.5B under real lorch, feature-cart, held to the plan grammar, runs gram6
-and gram9): the builder's plan wrote a test file and, a few asserts in, repeated the same two or
-three lines to its 3,072-token limit: 264 s of a 307 s command spent on copies. The loop is exact —
-the same characters each time — so it shows as a tail of the text with a short period.
+Why: a small model may repeat the same few lines to its token limit, spending most of a command's
+time on copies. The loop is exact — the same characters each time — so it shows as a tail of the
+text with a short period.
 
-The same model also counts while it loops (run gram10, fix-temperature: "# Example 24: …",
-"# Example 25: …", … to the limit, twice, 285 s and 249 s). So a second, stricter look reads every
-run of digits as one and the same digit: a tail of many more copies (`MIN_COUNTED_COPIES`, at least
-`MIN_COUNTED_CHARS`) that differ only in their numbers is a loop too.
+A model may also count while it loops ("# Example 24: …", "# Example 25: …"). So a second, stricter
+look reads every run of digits as one and the same digit: a tail of many more copies
+(`MIN_COUNTED_COPIES`, at least `MIN_COUNTED_CHARS`) that differ only in their numbers is a loop too.
 
-Two more shapes (run gram16): a review plan that repeated one 464-character `for` block until its
-token limit, never reaching six copies, and an edit whose new text was `"Fizz", ` a thousand times
-on one line. So three exact copies of a block of `MIN_BLOCK_PERIOD`+ characters are a loop, and so
-is a short pattern along one line once it runs 1,500 characters. Replayed over the 1,358 distinct
-replies recorded in real-model runs so far, these rules stop 22 replies sooner or at all, every one
-a loop, and no other.
+Long blocks may loop without reaching six copies, and a short pattern may run along one line. So
+three exact copies of a block of `MIN_BLOCK_PERIOD`+ characters are a loop, and so is a short
+pattern along one line once it runs 1,500 characters. Checked against recorded real-model replies,
+these rules stop only loops.
 
-One more shape is no loop by these rules but is as empty (run gram30, feature-cart): a test file's
-long string never closed, and the 0.5B went on to recite the system prompt's tool list, 1,786
-characters a copy, to its 3,072-token limit (556 s). So the watch, given the request's system
-message, also stops a reply whose last `ECHO_CHARS` characters stand word for word in it: no plan,
-file or answer copies that much of the agent's own instructions.
+One more shape is no loop by these rules but is as empty: after a long string that never closed, a
+model may recite the system prompt's tool list to its limit. So the watch, given the request's
+system message, also stops a reply whose last `ECHO_CHARS` characters stand word for word in it: no
+plan, file or answer copies that much of the agent's own instructions.
 
 `repeating_tail(text)` finds such a tail; `RepetitionWatch` runs it over a growing stream now and
 then, so that the client can stop reading (the server stops generating when the connection closes)
@@ -55,9 +50,9 @@ _DIGITS = re.compile(r"[0-9]+")
 _COUNTED_LETTERS = 8        # a counted block has words in it ("Example", "assertEqual"), not only numbers
 _MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop ...
 _MIN_SHORT_LOOP_CHARS = 600   # ... unless the short block holds a line break and runs this long,
-_MIN_ONE_LINE_LOOP_CHARS = 1500  # or runs this long on one line (`"Fizz", ` 1,000 times: run gram16)
+_MIN_ONE_LINE_LOOP_CHARS = 1500  # or runs this long on one line (`"Fizz", ` 1,000 times)
 MIN_BLOCK_COPIES = 3    # a long block (whole statements) needs fewer copies: three exact copies
-MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a review plan's `for` block, gram16)
+MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a `for` block repeated whole)
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
 _CHECK_EVERY = 256      # characters of new text between two looks, at least
@@ -141,7 +136,7 @@ def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int =
             if period < _MIN_PERIOD and n - start < (_MIN_SHORT_LOOP_CHARS if "\n" in text[n - period:]
                                                      else _MIN_ONE_LINE_LOOP_CHARS):
                 # A short run of one short pattern on a line (`0, 0, 0`, `=====`) is data; over many
-                # lines (`} ` alone on 1,300 lines: the 0.5B, run gram13, to its token limit) or
+                # lines (`} ` alone on line after line, to the token limit) or
                 # along one line for 1,500 characters, a loop.
                 return None
             return Loop(start, start + period, period, (n - start) // period)

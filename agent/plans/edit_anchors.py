@@ -1,9 +1,8 @@
 """GBNF rules for an edit's `old` text: an exact, unique run of whole lines of a file the prompt quoted.
 
-Measured (Qwen2.5-Coder-0.5B, real lorch, feature-cart, runs gram17–gram26): the builder's plans
-copied the class's method without `self` (`def add(name, price, quantity=1):`) or re-indented it,
-so `tools.edit` found no such text. That failed the plan at run time in seven runs of ten and
-led to repairs that looped to their token limit. A grammar can hold the copy to the file itself.
+Why: small models copy a method without `self` or re-indented, so `tools.edit` finds no such
+text, the plan fails at run time and the repairs that follow tend to loop. A grammar can hold the
+copy to the file itself.
 
 The `old` text is a Lua string literal, in any of the three forms a plan writes ('…', "…" with
 `\\n` between lines, or a long string [[…]]), of lines i..j of the file, where

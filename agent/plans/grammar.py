@@ -80,15 +80,15 @@ _BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning eithe
 _BAN_PREFIX_MAX = 7   # ... of at most this many characters
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
-# A keyword glued to the next word is no name: the 0.5B wrote `returnexpected_outputs` (a statement
-# and a value, dozens of times) and `functionprompt` in a spec plan (run gram17).
+# A keyword glued to the next word is no name: `returnexpected_outputs` is a statement and a value
+# a small model meant, and it repeats such names instead of writing the keyword.
 _GLUED_STARTS = frozenset({"return", "function"})
 
 
 _ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ID_CHAR = _ID_START | frozenset("0123456789")
-# `require` is forbidden; refused, the 0.5B reached for it as `require_path_or_file_or_glob_path_or_gz`
-# (runs gram9, gram18), `requirepath` and `requirepackage` (gram20): no variable starts with
+# `require` is forbidden; refused, small models reach for it by other names (`requirepath`,
+# `require_path_or_file`): no variable starts with
 # `require` unless it goes on as `required…`, `requirement…` or `requires…`.
 _LOADER_STARTS = frozenset("require" + c for c in _ID_CHAR - set("dms"))
 
@@ -159,7 +159,7 @@ def _long_string(g: _Rules, level: int) -> str:
     right after `]` and all the `=` of the level, since the closing bracket would then close one
     character early. No line of the text starts with a backtick: a model that forgot the closing
     bracket and reached for the reply's closing fence ("``" at a line's start, then prose to its
-    token limit: the 0.5B and the 1.5B, runs gram2 and gram5) is held to the text's own end instead.
+    token limit) is held to the text's own end instead.
     """
     eq = "=" * level
     close = "]" + eq + "]"
@@ -191,10 +191,10 @@ def _bans(name: str) -> tuple[set[str], set[str]]:
     """What a banned name bans (see `plan_grammar`): (beginnings no variable may have, whole names).
 
     Its first word (up to a `_` or a capital, at most `_BAN_PREFIX_MAX` characters) begins no
-    variable when it is long enough. Measured (the 0.5B): `functionPrompt`, then `function_prompt`
-    (run gram19); `requiredirpath`, then `requiredirfile` (run gram22): words a model glues together
-    have no boundary to find. A shorter first word followed by another word bans that boundary:
-    `ioFileSync`, then `ioSync` (run gram30) bans `io` followed by any capital (`io_` likewise)."""
+    variable when it is long enough: a model banned `functionPrompt` tries `function_prompt`, and
+    words it glues together (`requiredirpath`) have no boundary to find. A shorter first word
+    followed by another word bans that boundary: `ioFileSync` bans `io` followed by any capital
+    (`io_` likewise), so `ioSync` is no way around it."""
     m = _FIRST_WORD.match(name)
     word = (m.group(0) if m else name)[:_BAN_PREFIX_MAX]
     if len(word) >= _BAN_PREFIX_MIN:
@@ -223,8 +223,8 @@ def _lexical(g: _Rules, name_excluded: frozenset[str], name_starts: frozenset[st
     # grammar wants a statement is steered to one, not into a name like `endlua`.
     _names(g, "name", name_excluded, _CLOSERS | _GLUED_STARTS | _LOADER_STARTS | name_starts)
     _names(g, "ident", frozenset(KEYWORDS))
-    # A field is never `tools`: `context.tools.read_path(...)` is how the 0.5B reached for a tool
-    # that does not exist (run gram11, twice), and the lint refuses it as an unknown tool.
+    # A field is never `tools`: `context.tools.read_path(...)` is how a model reaches for a tool
+    # that does not exist, and the lint refuses it as an unknown tool.
     _names(g, "field", frozenset(KEYWORDS | {"tools"}))
     g.add("num", '[0-9]+ ("." [0-9]+)? ([eE] [+\\x2D]? [0-9]+)? | "0" [xX] [0-9a-fA-F]+')
     escape = ('"\\\\" ([abfnrtv] | "\\\\" | "\\"" | "\'" | "x" [0-9a-fA-F]{2} | [01] [0-9] [0-9] | '
@@ -249,8 +249,8 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
         opts: str | None = "table"
     elif spec.options:
         key = g.add(f"{base}-opt", f"{_alt([_lit(o) for o in spec.options])} ws \"=\" ws expr")
-        # As many entries as there are options: the 0.5B wrote `replace_all = true, ` over and over
-        # in an edit's options until its stream was stopped (run gram15, fix-palindrome).
+        # As many entries as there are options: otherwise a looping model may repeat
+        # `replace_all = true, ` in an edit's options until its stream is stopped.
         more = f"(ws fsep ws {key}){{0,{len(spec.options) - 1}}}"
         opts = g.add(f"{base}-opts", f'"{{" ws ({key} {more} (ws fsep)? ws)? "}}"')
     else:
@@ -279,7 +279,7 @@ def _tool_call(g: _Rules, spec: ToolSpec) -> str:
 
 def _anchored_edit_call(g: _Rules, base: str, opts: str | None) -> str:
     """`tools.edit(path, old, new[, options])` where path is a quoted file and old a copy of its text
-    (see edit_anchors): measured, the 0.5B's edits of a class dropped `self` or re-indented it."""
+    (see edit_anchors): small models' edits of a class drop `self` or re-indent it."""
     more = f'(ws "," ws {opts})?' if opts else ""
     per_file = [f'({path}) ws "," ws {old} ws "," ws sexpr {more}' for path, old in g.olds()]
     return g.add(base, f'"tools.edit(" ws {_alt(per_file)} ws ")"')
@@ -300,8 +300,8 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
     # small models write `file.read()`, `lines.append()`, `path.endswith()`, `context.tools.nope()`.
     g.add("pt-c", '"" | (args | meth) pt-c | acc pt-a')
     g.add("pt-a", '"" | meth pt-c | acc pt-a')
-    # A bare name is a value, never called (the plan defines no functions): the 0.5B called a
-    # made-up `require_path("stats")` twice in a row (run gram9), which only the lint could refuse.
+    # A bare name is a value, never called (the plan defines no functions): a call of a made-up
+    # `require_path("stats")` would otherwise reach the lint only after the whole reply.
     g.add("pexp", f'name pt-a | ("(" ws expr ws ")" | libcall) pt-c | "math." {_alt([_lit(c) for c in MATH_CONSTANTS])}')
     g.add("fsep", '"," | ";"')
     g.add("tfield", 'ident ws "=" ws expr | "[" ws exprnl ws "]" ws "=" ws expr | expr')
@@ -347,9 +347,9 @@ def _expressions(g: _Rules, specs: Sequence[ToolSpec]) -> None:
 def _statements(g: _Rules, answer: str) -> None:
     """Blocks for `run` (every return is the answer), in and out of loops."""
     g.add("namelist", 'name (ws "," ws name)*')
-    # An assignment's `=` is on its target's line: the 0.5B's spec plan (run gram17) went on for a
-    # hundred lines as `x  -- comment` then `= returnexpected_outputs` on the next, a valid Lua
-    # assignment after a comment, over and over.
+    # An assignment's `=` is on its target's line: otherwise `x  -- comment` then
+    # `= returnexpected_outputs` on the next line is a valid Lua assignment after a comment, which a
+    # looping model can repeat for a hundred lines.
     g.add("eq", f'[ \\t]{{0,{_WS_SAME_LINE}}} "="')
     g.add("local", '"local" sp namelist (eq ws explist)?')
     # A call statement ends in a call, an assignment target in a field, index or bare name; as in
@@ -363,8 +363,8 @@ def _statements(g: _Rules, answer: str) -> None:
     g.add("namestat", 'name (cs-n | as-n eq ws expr)')
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
     g.add("ret-r", f'"return" sp {answer}')
-    # Blocks are numbered by depth: below _DEPTH only simple statements (the 0.5B nested a dozen
-    # `if context.x == ... then` checks of fields that do not exist until its budget ran out).
+    # Blocks are numbered by depth: below _DEPTH only simple statements (a looping model may nest
+    # `if context.x == ... then` checks ever deeper until its budget runs out).
     for kind in ("r",):
         for loop in (0, 1):
             for depth in range(_DEPTH + 1):
@@ -545,10 +545,9 @@ def _chunk(g: _Rules) -> None:
     # would hide it), and no room for a run of spaces.
     g.add("rundef", '"function run(" ws name ws ")" block-run sp "end"')
     # Nothing before `run` but a comment: nothing that runs (a model otherwise writes its whole
-    # program at the top level and never reaches `run`), no constants (measured, 0.5B, runs gram3
-    # and gram4: top-level `local x = ...` came only in plans that had lost their way) and no
-    # helpers (none in 57 grammar-held plans of either model, runs gram–gram9; without them a call
-    # of a bare name is always a mistake, and the grammar can refuse it).
+    # program at the top level and never reaches `run`), no constants (a top-level `local x = ...`
+    # marks a plan that has lost its way) and no helpers (models held to the grammar do not write
+    # them; without them a call of a bare name is always a mistake, and the grammar can refuse it).
     g.add("chunk", "headcomment? ws rundef ws")
     g.add("root", f'{prose}{{0,{_PROSE_LINES}}} "\\n"{{0,2}} "```lua\\n" chunk "\\n```" | chunk')
 
@@ -569,7 +568,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     plan used without defining them (the lint's "unknown global"), never a variable again: the
     name's first word (see `_bans`), when it has `_BAN_PREFIX_MIN`+ characters, is no
     variable's beginning either (else `temperature` becomes `temperature_py`, and
-    `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too, run gram18);
+    `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too);
     a shorter one bans only the boundary after it (`io` and a capital) and the name itself. `anchors`: (path, text) of the files the prompt quoted
     whole; an edit of one copies its text exactly (edit_anchors), and edits name no other file.
     ValueError for an unknown role or tool.

@@ -1,10 +1,8 @@
 """Cut a plan where it began to repeat itself, so that the model can write the rest of it.
 
-Measured (Qwen2.5-Coder-0.5B under real lorch, feature-cart, held to the plan grammar): in every run
-the builder's plan started well — an edit of cart.py, then `tools.write("tests/test_cart.py", [[` —
-and a few asserts into the test file repeated the same lines until its token limit. Asked again,
-at any temperature, with or without the worked example, it looped again; the JSON answer it fell
-back to was refused too. No plan came out of the command at all.
+Why: a small model held to the plan grammar often starts a plan well, then repeats the same
+lines inside a file's text until its token limit; asked again, at any temperature, it loops again,
+so re-asking yields no plan at all. Asked only for the rest, it usually finishes.
 
 `cut_loop` keeps the plan up to the end of the first copy of the repeated block, closes what is
 open there (the string, then the call or table it is an argument of) and checks that the result is
@@ -96,8 +94,8 @@ def cut_loop(reply: str) -> LoopCut | None:
         if compiles(f"{text}{string_close}{placeholders})\nend"):
             return LoopCut(text + string_close, text.count("\n") + 1, string_close, missing)
     for after in _AFTER_STRING:
-        # In code too: the cut may fall in a call's arguments (run gram11: an edit's arguments ran on
-        # in `-- Add more code here` and `// Add and more` lines).
+        # In code too: the cut may fall in a call's arguments (a model may loop on comment lines
+        # between an edit's arguments).
         closer = string_close + after
         if compiles(f"{text}{closer}\nend"):
             return LoopCut(text + closer, text.count("\n") + 1, closer)
@@ -108,8 +106,8 @@ def rest_of_run_grammar(plan_grammar: str, missing: int = 0) -> str:
     """The role's plan grammar with its root moved to the rest of `run`'s body: first the `missing`
     arguments of the call the cut left open and its `)`, then statements, the answer's `return`,
     `end` (and an optional closing fence). The missing arguments are string literals: asked for
-    "the remaining argument (new)", the 0.5B wrote `, new)`, a name, and the edit ran without its
-    new text (run gram16)."""
+    "the remaining argument (new)", a small model may write the name `new` itself, and the edit
+    would run without its new text."""
     call = f'(ws "," ws (sstr | lstr)){{{missing}}} ws ")" ' if missing else ""
     root = f'root ::= {call}block-run sp "end" ("\\n```")?'
     if not _ROOT.search(plan_grammar):

@@ -1,9 +1,8 @@
 """Close a long string that swallowed the rest of a plan.
 
-Measured (Qwen2.5-Coder-0.5B under real lorch, feature-cart, held to the plan grammar): the plan
-wrote a test file as `tools.write("tests/test_cart.py", [[ ... ` and went on with its own code
-(`if w.error then ... end`, `return {...}`, `end`) without the closing `]])`. All of it became text
-of the string, the grammar kept it there, and the reply ran to its token limit: no plan at all.
+Why: a small model writing a file as `tools.write("tests/x.py", [[ ...` may go on with its own
+plan code without the closing `]])`; all of it becomes text of the string, the grammar keeps it
+there, and the reply runs to its token limit with no plan at all.
 
 `close_swallowed_string` finds where the string's text turns back into plan code and puts the
 closing bracket there, keeping the first cut that compiles. It only ever closes a string the model

@@ -6,14 +6,14 @@ type, once per process (the inputs do not change while it runs):
 1. a hint for the model: `answers` of its provider in the model config, or an `answers: <form>`
    line in its notes (luallm notes or the config's `notes`); `avoid: json` / `avoid: plan` /
    `avoid: grammar` (or `unsuitable:`) rule a form out;
-2. what the server accepts (the model layer's capability probe, when it has one): a GBNF
-   `grammar` → the builder gets a grammar-constrained Lua plan (grammar from
-   `agent.plans.grammar`, when installed); otherwise
+2. a grammar-constrained Lua plan only when that hint asks for `grammar` and the server takes a
+   GBNF grammar (the capability probe; grammar from `agent.plans.grammar`, when installed); never
+   chosen by the probe alone; otherwise
 3. the JSON answer, with the role's schema as `response_format` unless the server is known not
    to take one (then the plain JSON answer, guided by the worked example).
 
-Small models write valid JSON far more often than valid Lua (issue 8: 0 of 8 produced a plan),
-and a schema or grammar the server enforces removes the shape errors altogether.
+Small models write valid JSON far more often than valid Lua, and a schema or grammar the server
+enforces removes the shape errors altogether.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def builder_writes_text(setting: str, client: ModelClient | None) -> bool:
     """Whether the builder's files come as fenced text in test-driven rounds (`builder_rounds.py`).
 
     The default: code escaped into JSON strings or squeezed through a plan grammar is worse code
-    (Aider measured it on frontier models; docs/real-model.md has ours). `--answers plan|grammar|json`,
+    (so Aider found on frontier models; docs/real-model.md has ours). `--answers plan|grammar|json`,
     or a provider's or note's pinned form, keeps the answer loop's forms instead."""
     if setting != "auto":
         return setting == "text"
@@ -244,9 +244,9 @@ def choose_form(setting: str, client: ModelClient | None, role: str, task_type: 
         return AnswerForm("plan", reason=f"{who}: hint answers=plan")
     if hints.answers == "json":
         return json_form(f"{who}: hint answers=json", schema=takes_schema is not False)
-    # The constrained Lua plan is opt-in (a provider's `answers: grammar` or a luallm note): measured
-    # with real lorch, Qwen2.5-Coder-0.5B under the grammar wrote a 3,072-token long string and was
-    # cut off (290 s), while the JSON answer held by its schema was valid 27 times out of 27.
+    # The constrained Lua plan is opt-in (a provider's `answers: grammar` or a luallm note): small
+    # models under the grammar can loop inside a long string to their token limit, while the JSON
+    # answer held by its schema stays valid (docs/real-model.md).
     wants_grammar = hints.answers == "grammar"
     if wants_grammar and takes_grammar and not hints.avoid & {"grammar", "plan"}:
         grammar = grammar_for(role, anchors=anchors)

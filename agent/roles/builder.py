@@ -199,8 +199,8 @@ def _salvage(ctx: CommandContext, *, only_prose: bool = False):  # type: ignore[
     """The answer without the entries that cannot be applied, or None when none can or none failed.
 
     `only_prose`: only when every failing entry is a prose file's — the salvage taken at the second
-    same error (measured: the 1.5B's right `stats.py` came twice beside an edit of PLAN.md with
-    `old: "n/a"`, and the whole-files form asked for next gave a wrong rewrite instead).
+    same error (right code beside a failing edit of a prose file such as PLAN.md is worth keeping;
+    the whole-files form asked for next may give a wrong rewrite instead).
     """
     def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
         failed = check_change_entries(ctx.workspace, answer)
@@ -225,9 +225,9 @@ def _salvage(ctx: CommandContext, *, only_prose: bool = False):  # type: ignore[
 def whole_files_form() -> Narrowing:
     """The builder's answer with whole files only: what a small model gets right when its edits keep missing.
 
-    Measured under real lorch: Qwen2.5-Coder-0.5B copied the worked example's `old` text into
-    every edit, the same answer after each repair; with edits out of the schema (the server
-    enforces response_format token by token) it has to write the file.
+    A small model may copy the worked example's `old` text into every edit, the same answer after
+    each repair; with edits out of the schema (the server enforces response_format token by token)
+    it has to write the file.
     """
     from agent.protocol import validator
 
@@ -237,7 +237,7 @@ def whole_files_form() -> Narrowing:
     schema["required"] = ["summary", "files"]
 
     def note(rejected: str) -> str:
-        # The real file names, never a placeholder: the 0.5B copied `src/app.py` and
+        # The real file names, never a placeholder: small models copy `src/app.py` and
         # "<the whole new file>" from an example shape verbatim.
         paths = _answer_paths(rejected) or ["the file"]
         shown = ", ".join(f'{{"path": "{p}", "content": <all of {p}, with your change>}}' for p in paths[:3])
@@ -295,9 +295,8 @@ def _write_all(ctx: CommandContext, writes: list[FileWrite], ledger: TestLedger 
 def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | None:
     """`implement_changes` without any applicable answer, but with code whose tests pass: the code
     stays as it is and the reviewer looks again (the agent bounds that loop), instead of a failed
-    command that fails lorch's whole run. Measured: Qwen2.5-Coder-0.5B's reviewer asked for
-    changes by restating the goal of code that already passed the behavioural check, and the
-    builder, given nothing to change, failed the run. None when the tests do not pass (or none
+    command that fails lorch's whole run: a reviewer may ask for changes to right code by restating
+    the goal, leaving the builder nothing to change. None when the tests do not pass (or none
     are configured): then the failure stands."""
     if ctx.cmd.action != "implement_changes" or not ctx.settings.test_command or ctx.artifacts:
         return None

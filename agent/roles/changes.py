@@ -4,8 +4,8 @@ Each change is checked on its own so that a repair message can name exactly whic
 and why, and so that, after the repair budget, the entries that passed can still be written:
 
 * a path must be a project file (no lorch or agent bookkeeping, no dot-path, inside the workspace);
-* `files` must not replace an existing file with a fraction of it (issue 8: a class and its test
-  file overwritten with one stub) — new content under 40% of the old lines when the old file had
+* `files` must not replace an existing file with a fraction of it (a small model may overwrite a
+  class and its test file with one stub) — new content under 40% of the old lines when the old file had
   10 lines or more, every test of a test file gone, a class gone, or most of its named definitions
   gone;
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
@@ -97,8 +97,8 @@ def _locate(content: str, old: str) -> str:
     lines = content.splitlines()
     hits = [n for n, ln in enumerate(lines, 1) if first in ln]
     if not hits:
-        # The nearest line, to copy from: the 0.5B quoted `def add(name, price, quantity=1):` for
-        # `def add(self, name, …)` in three plans running, told only that it was absent (run gram18).
+        # The nearest line, to copy from: told only that `def add(name, …)` is absent, a model
+        # quotes it again; shown `def add(self, name, …)`, it can copy the real line.
         stripped = [ln.strip() for ln in lines]
         near = difflib.get_close_matches(first, stripped, n=1, cutoff=_NEAREST_LINE_RATIO)
         hint = ""
@@ -131,12 +131,12 @@ def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: l
         extra = content[line_start:at]
         if extra and not extra.strip():
             # `old` matched inside a line's indentation: the model dropped the file's outer
-            # indentation (seen with a 0.5B model). Re-indent both sides rather than splice code
+            # indentation. Re-indent both sides rather than splice code
             # into the middle of the whitespace.
             old_in = _indent(old, extra)
             if content.count(old_in) == 1:
                 return content.replace(old_in, _indent(new, extra), 1)
-            # Only old's first line was short (its other lines match as written): the 1.5B quoted
+            # Only old's first line was short (its other lines match as written): a model may quote
             # a block from the middle of its first line's indentation, and `new` the same way.
             if _lead(new) == _lead(old):
                 new = extra + new
@@ -198,9 +198,8 @@ def unchanged_code(ws: Workspace, writes: list[FileWrite]) -> list[str]:
     """The writes' paths when every one rewrites an existing Python file into code that does the
     same (docstrings and layout aside); [] when any write changes behaviour or is not such a file.
 
-    Measured (1.5B under real lorch, fix-temperature): asked to fix `fahrenheit_to_celsius`, it
-    answered with that function as it was plus its neighbour again; the merged result lost a
-    docstring and nothing else, the old tests passed, and a reviewer of the same size approved.
+    Why: asked for a fix, a small model may quote the function back as it was; merged, such a
+    change alters only layout, the old tests still pass, and a reviewer may approve the bug.
     """
     paths = []
     for w in writes:
@@ -287,8 +286,8 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
                 notes.append(f"{where} held only part of {path}: {kept}{how}")
                 why = shrink_reason(path, old, text)
             elif lost and merged is None and len(lost) == len(_top_definitions(old) or ()):
-                # Measured (1.5B, whole-files form): temperature.py answered with the content of its
-                # test file: every function gone, nothing to merge, and the line count alike.
+                # A file answered with another file's content (its test file, say): every function
+                # gone, nothing to merge, and the line count alike, so the shrink check misses it.
                 why = f"would replace {path} with a file that has none of its definitions ({', '.join(lost[:6])})"
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
@@ -303,8 +302,8 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if content is None and str(e.get("new", "")).strip():
             # An edit of a file that does not exist has nothing to replace: it can only mean
             # "create it with `new`" — resolved here rather than refused, since small models
-            # answer new modules as edits every time (Qwen2.5-Coder-0.5B and 1.5B under real
-            # lorch, with a made-up `old`). The compile check below still judges the result.
+            # answer new modules as edits every time, with a made-up `old`. The compile check below
+            # still judges the result.
             notes = [] if not str(e.get("old", "")).strip() else \
                 [f"{where}: {path} did not exist; created it from the edit's new text"]
             pending[path] = FileWrite(path, e["new"], where, notes)
@@ -326,8 +325,8 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
 def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
     """`text` without a Markdown fence wrapped around all of it, in a file that is not prose.
 
-    Measured (1.5B under real lorch): in the whole-files form, every file's content began with
-    a ```python line and ended with ```, so cart.py did not compile and the answer was refused.
+    Small models in the whole-files form may wrap every file's content in a ```python fence; kept,
+    the file would not compile and the answer would be refused.
     """
     m = _WRAPPING_FENCE.fullmatch(text)
     if m is None or path.lower().endswith(PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
@@ -377,8 +376,8 @@ def _check_python(write: FileWrite, before: str | None) -> None:
     already = {name for name, _ in twice_before}
     new_twice = [d for d in twice if d[0] not in already]
     if new_twice:
-        # Measured (1.5B under real lorch): an edit whose new text repeated a neighbouring
-        # function, so the file defined it twice and the later copy silently won.
+        # An edit whose new text repeats a neighbouring function defines it twice, and the later
+        # copy silently wins.
         name, lines = new_twice[0]
         raise ChangeError(f"{write.source}: after this change {write.path} defines {name} twice (lines "
                           f"{', '.join(map(str, lines))}); change the one definition instead of adding another",

@@ -3,9 +3,9 @@
 Task goals often carry worked examples (`f(x) == y`, `f(x) returns y`, `f(x) must return y`).
 They are the one check of the code that no model wrote: the agent finds them in the command's
 inputs, runs each inside the OS sandbox (like the tests) against the workspace as it is, and
-reports what each call returned. Measured (Qwen2.5-Coder-1.5B under real lorch, fix-temperature):
-the builder answered "No changes needed" three times and its reviewer approved a file that still
-returned 194.22 for 212; both had the example in their prompt, neither had run it.
+reports what each call returned. Why: a builder and a reviewer may both have an example in their
+prompt and still answer "No changes needed" or approve code that breaks it; neither runs it, the
+agent does.
 
 Only calls of a plain function with literal arguments and a literal expected value are taken
 (`ast.literal_eval` decides); the function is looked up among the workspace's top-level Python
@@ -144,8 +144,8 @@ def _modules(ctx: CommandContext, names: set[str], instead: dict[str, str]) -> d
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
                 where.setdefault(node.name, []).append((rel, node.lineno))
-    # Several modules define it (measured: the 1.5B's mean and median merged into mathutil.py as
-    # well as written to the stats.py the goal asked for): the one the inputs name decides.
+    # Several modules define it (a model may write a function into a second module as well as the
+    # one the goal asked for): the one the inputs name decides.
     named = " ".join(strings_in(ctx.cmd.inputs))
     out: dict[str, tuple[str, int]] = {}
     for n, mods in where.items():

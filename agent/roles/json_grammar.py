@@ -1,9 +1,7 @@
 """A GBNF grammar for a role's JSON answer in which every edit copies a file the prompt quoted.
 
-Measured (Qwen2.5-Coder-0.5B, real lorch, default settings, feature-cart, runs V, W, W2, W3): the
-builder's JSON answer, held only by its schema (`response_format`), gave an edit whose `old` text
-was the worked example's `return "1.0"` in all four runs, then `add item(name, price, quantity=1)`
-or `add(name, price, quantity=1)`: text that is not in cart.py. The task failed in all four.
+Why: held only by its schema (`response_format`), a small model's edit may quote text that is not
+in the file (the worked example's, or a misremembered signature), and the edit cannot apply.
 
 Where the server takes a GBNF grammar (llama.cpp), the JSON answer is held by this grammar instead:
 the same JSON the schema allows (keys in llama.cpp's own order for `response_format`: the required

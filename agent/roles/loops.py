@@ -1,7 +1,7 @@
 """Bounding lorch's loops from the agent's side.
 
-lorch repeats review ↔ implement_changes and update_spec ↔ implement_changes without limit (seen
-with a real 0.5B reviewer: 81 commands until lorch's own timeout). The agent counts the rounds of
+lorch repeats review ↔ implement_changes and update_spec ↔ implement_changes without limit, so a
+reviewer that never approves would run commands until lorch's own timeout. The agent counts the rounds of
 one loop on disk — the completed commands of this action under this idempotency key, which lorch
 keeps for every round of one task within one run and changes for a new run — so a restarted
 agent keeps counting. The round that reaches the limit and still asks for changes ends the run:

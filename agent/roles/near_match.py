@@ -1,8 +1,8 @@
 """Where an edit's `old` text is meant to go when it is not copied exactly.
 
 Small models rarely copy `old` byte for byte: they re-indent it, drop a blank line or a
-docstring, or paraphrase a line (measured under real lorch: Qwen2.5-Coder-1.5B's edit of
-`Cart.add` quoted the method without its docstring, twice). Asking again gets the same text,
+docstring, or paraphrase a line (a method quoted without its docstring, say). Asking again
+gets the same text,
 so the agent finds the block itself, in three steps:
 
 1. the same lines ignoring whitespace (indentation, blank lines, spacing inside a line);

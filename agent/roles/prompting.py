@@ -44,9 +44,9 @@ def compact_schema(role: str) -> str:
 def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
     """The worked example for `action` as (its task, its answer in the form's language), or None.
 
-    It goes into the first prompt as an earlier user/assistant exchange: a small model copied an
-    example quoted inside the system prompt into its own answer (seen with a 0.5B builder), and
-    copies a separate, finished exchange far less.
+    It goes into the first prompt as an earlier user/assistant exchange: a small model copies an
+    example quoted inside the system prompt into its own answer, and a separate, finished exchange
+    far less.
     """
     stem = f"{role}.{action}"
     if not (_EXAMPLES / f"{stem}.json").is_file():
@@ -115,10 +115,10 @@ def example_answer(messages: list[dict[str, str]]) -> str | None:
 def copied_example_line(messages: list[dict[str, str]], reply: str, example: str | None = None,
                         task: str | None = None) -> str | None:
     """A line of the worked example's answer that `reply` repeats although this task does not hold
-    it, or None. Qwen2.5-Coder-0.5B answered every first request with the example's own `old` text
-    (`return "1.0"`) and code (`Hello, {name}!`): such an answer is about the example, not the task.
-    `example`: the example's answer when the conversation no longer holds it (after a start over the
-    0.5B reviewer still cited `return f"Hello, {name}!"` in every round, and it was taken).
+    it, or None. A small model may answer with the example's own `old` text (`return "1.0"`) and
+    code (`Hello, {name}!`): such an answer is about the example, not the task. `example`: the
+    example's answer when the conversation no longer holds it (a model may go on citing it after a
+    start over).
     A repeated line needs two words at least: `changes_requested` or `hello.py` alone says nothing
     (every rejected review was taken for a copy of the example's status).
     `task`: the task's own text, when later turns quote the copied line back in a repair note.

@@ -1,8 +1,7 @@
 """Put a Python fragment's definitions in their places in the file it was meant for.
 
-Small models asked for a whole file often answer with just the function they changed (measured
-under real lorch: Qwen2.5-Coder-0.5B gave `cart.py` as one `remove` method, `temperature.py` as
-the fixed function alone). Written as-is that would destroy the file, so the answer is refused;
+Small models asked for a whole file often answer with just the function they changed (a class
+file given back as one method, a module as the fixed function alone). Written as-is that would destroy the file, so the answer is refused;
 but its meaning is plain, and a person would merge it: a definition whose name the file already
 has replaces it, a method goes into the class, anything new is added. Only fragments made of
 definitions (and imports) are merged; anything else is refused as before.
@@ -220,8 +219,8 @@ def _import(node: ast.Import | ast.ImportFrom, frag_lines: list[str], lines: lis
         return None
     defined = {n.name for n in tree.body if isinstance(n, _Def)}
     if isinstance(node, ast.ImportFrom) and node.names and all(a.name in defined for a in node.names):
-        # The file importing what it defines itself (measured, 1.5B: `from mathutil import clamp`
-        # merged into mathutil.py, a circular import that broke every test of the module).
+        # The file importing what it defines itself (`from mathutil import clamp` in mathutil.py)
+        # is a circular import that would break every test of the module.
         return None
     imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     if imports:

@@ -1,7 +1,7 @@
 """Reviewer: review → `reviews/<task>.json` and `review.completed` with top-level status.
 
-A finding must be grounded: it cites a file that exists, and a cited line exists in it (issue 8:
-a real reviewer asked for changes at line 10 of a 2-line file in every round). From the second
+A finding must be grounded: it cites a file that exists, and a cited line exists in it (a small
+model may cite a line past a file's end, round after round, and the builder cannot act on it). From the second
 round on, the reviewer sees its previous review and what changed since, and is told not to
 repeat what was addressed; the round that reaches `--max-review-rounds` and still asks for
 changes ends the loop (`review_loop_limit`).
@@ -206,9 +206,9 @@ def _salvage(ctx: CommandContext, checked: list[dict[str, Any]], known: str):  #
 
 def _definitions_decide(ctx: CommandContext, data: dict[str, Any]) -> None:
     """An approval while the file the goal names still lacks a definition the goal asks for is a
-    request for changes, citing it. Measured (0.5B, default settings, feature-cart, run W5): the
-    builder's change was withdrawn, nothing replaced it, and the second review approved a cart.py
-    without `remove`; lorch's run ended "success" and the behavioural check failed."""
+    request for changes, citing it: otherwise a review may approve code that lacks what the goal
+    asks for (say, after the builder's change was withdrawn), and lorch's run ends in a false
+    success."""
     if data["status"] != "approved":
         return
     missing = new_definitions_named(ctx)

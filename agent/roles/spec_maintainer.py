@@ -63,18 +63,18 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def prepare(answer: Any) -> Any:
         edits = answer.get("section_edits") if isinstance(answer, dict) else None
         if isinstance(edits, dict) and isinstance(edits.get("section_edits"), list):
-            # A whole answer where its edits belong: the 0.5B built the answer in a local and returned
-            # `section_edits = <that local>` (run gram27); the agent takes the inner answer's edits.
+            # A whole answer where its edits belong (a plan that built the answer in a local and
+            # returned `section_edits = <that local>`): the agent takes the inner answer's edits.
             ctx.log("info", "spec: a whole answer given as section_edits; its own section_edits taken")
             answer = {**answer, "section_edits": edits["section_edits"]}
             edits = answer["section_edits"]
         if isinstance(edits, dict) and {"section", "content"} <= edits.keys():
-            # One edit where a list of them belongs: the agent wraps it (measured, 0.5B, run gram24:
-            # the same object three times, each refused by the schema; the third failure ended the run).
+            # One edit where a list of them belongs: the agent wraps it (a model repeats this slip
+            # after every schema refusal, and a failed update_spec ends lorch's run).
             ctx.log("info", "spec: one section edit given without its list; taken as a list of one")
             answer = {**answer, "section_edits": [edits]}
         # "updated" with nothing to apply is a contradiction the agent resolves itself: nothing
-        # was updated, so the spec needed no change (issue 8: it used to fail the whole run).
+        # was updated, so the spec needed no change (a failure here would end a finished run).
         if isinstance(answer, dict) and answer.get("status") == "updated" and not answer.get("section_edits"):
             ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
             answer = {**answer, "status": "no_changes_needed"}
@@ -82,8 +82,8 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
         if isinstance(answer, dict) and answer.get("status") == "changes_requested" \
                 and not answer.get("required_changes") and isinstance(answer.get("summary"), str) \
                 and answer["summary"].strip():
-            # Changes requested without saying which: the summary says it (measured: the 1.5B gave
-            # the same answer without required_changes twice, and the run failed over it).
+            # Changes requested without saying which: the summary says it (a repair tends to get the
+            # same answer back, and a failure would end the run).
             ctx.log("info", "spec: changes_requested without required_changes; the summary taken as the change")
             answer = {**answer, "required_changes": [answer["summary"].strip()]}
         return answer
@@ -94,8 +94,8 @@ _BARE_PATH = re.compile(r"\.?/?[\w./-]+\.\w{1,5}")
 
 
 # Words that say nothing about code: "Inputs and Changelog updated" is the maintainer's own work, and
-# "Review approved, task meets goal" says the work is done (the 1.5B asked that of the builder in
-# three rounds of a right fix-palindrome, until the loop's bound failed the run).
+# "Review approved, task meets goal" says the work is done; asked of the builder, either keeps
+# lorch's loop going on right code until its bound fails the run.
 _FILLER = frozenset("a an and the of in to with for on section sections spec heading headings updated update "
                     "updates edited edit added add entry entries note notes new is are was were has have been "
                     "be needs need needed & + , . review reviewed approved approval task tasks meets met goal "
@@ -104,8 +104,8 @@ _PROMPT_HEADINGS = ("inputs", "goal", "files", "task")  # headings of the mainta
 
 
 # Words that name no change once the agent has run the goal's examples and each holds: "fix
-# temperature.py to match the expected output" (the 1.5B, four rounds of a right fix, run gram2);
-# ["findings"] with "the goal's examples do not hold" while they all held (the 0.5B, run gram8).
+# temperature.py to match the expected output" of a right fix, or ["findings"] with "the goal's
+# examples do not hold" while they all hold, would keep lorch's loop going on right code.
 _VAGUE = frozenset("fix fixed fixes fixing match matches matching expected expectation expectations output "
                    "outputs result results correct correctly incorrect incorrectly bug bugs work works working "
                    "properly should must behaviour behavior implementation implemented implement code function "
@@ -117,10 +117,9 @@ _VAGUE = frozenset("fix fixed fixes fixing match matches matching expected expec
 def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = (), vague: bool = False) -> bool:
     """Required changes that only name spec sections ("status", "changelog", the spec's own headings,
     the prompt's "Inputs"), the maintainer's own work ("updated", "added"), or files ("fizzbuzz.py"):
-    nothing the builder could act on. Measured (1.5B under real lorch): `required_changes:
-    ["fizzbuzz.py"]` for code that passed the check, in all four rounds, until the spec loop's bound
-    failed the run; ["Inputs and Changelog updated"] for a right fahrenheit_to_celsius, twice, each
-    costing an implement_changes and a review."""
+    nothing the builder could act on. Each such request costs an implement_changes and a review
+    (`["fizzbuzz.py"]`, `["Inputs and Changelog updated"]` for right code), and repeated it ends
+    the run at the spec loop's bound."""
     names = sorted({*(a.lower() for a in ALLOWED_SECTIONS), *(h.lower() for h in headings), *_PROMPT_HEADINGS,
                     "open_questions"}, key=len, reverse=True)
 
@@ -137,10 +136,9 @@ def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = (),
 class _Answers:
     """The answers seen for one command: the spec's check, and the best one to fall back on.
 
-    Measured with Qwen2.5-Coder-1.5B under real lorch: told that `Behaviour` may not be edited,
-    it answered `changes_requested` with required_changes ["status", "changelog", "completion",
-    "open_questions"] — its own sections, nothing the builder could do — and repeated it for every
-    round of lorch's loop. Such an answer is sent back; after the repairs the agent falls back on
+    A model told that a section may not be edited may answer `changes_requested` with its own
+    sections as required changes ("status", "changelog", …) — nothing the builder could do — and
+    repeat it in every round of lorch's loop. Such an answer is sent back; after the repairs the agent falls back on
     the earlier answer whose allowed edits it can apply, dropping the forbidden ones.
     """
 

@@ -69,10 +69,9 @@ _PLAIN = frozenset("the and for that this with goal function method code should 
 def restates_goal(comment: str, goal: str) -> bool:
     """A finding that is the goal said again (at least 5 words besides plain ones like "the" or
     "function", at most one in ten not the goal's; an input of its own makes it concrete): nothing
-    the builder can act on. Measured (Qwen2.5-Coder-0.5B under real lorch, fix-palindrome): "The goal
-    is to fix the is_palindrome function in palindrome.py to ignore case, spaces and punctuation,
-    so it returns True" for code whose examples held, every round; each time the builder was asked
-    again and broke the function."""
+    the builder can act on. A small model may restate the goal as its finding for code whose
+    examples hold, every round; each time the builder is asked again and may break the working
+    function."""
     words = [w for w in _WORD.findall(comment.lower()) if w not in _PLAIN]
     known = set(_WORD.findall(goal.lower()))
     return len(words) >= 5 and sum(w not in known for w in words) <= len(words) // 10
@@ -80,13 +79,12 @@ def restates_goal(comment: str, goal: str) -> bool:
 
 def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
     """What a finding may only say again: the goal, the reviewer's own instructions and the
-    project's prose files under review (spec, plan). Measured (0.5B under real lorch): after a start
-    over, its finding was the role's instructions ("…review the implementation of the task against
-    its goal, using the files quoted below…") four rounds running; in another run the spec's Status
-    line ("celsius_to_fahrenheit works, but T-001 has a bug")."""
+    project's prose files under review (spec, plan): small models also repeat their own
+    instructions ("…review the implementation of the task against its goal…") or a line of the
+    spec as a finding."""
     docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
-    # The paths themselves too: naming a file says nothing it must change (run V, 0.5B: the goal said
-    # again of "tests/test_palindrome.py", four rounds, until review_loop_limit on right code).
+    # The paths themselves too: naming a file says nothing it must change, and a restated goal that
+    # names a file would otherwise pass as concrete until review_loop_limit on right code.
     return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs, *shown])
 
 

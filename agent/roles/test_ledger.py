@@ -1,9 +1,7 @@
 """The test files one builder command wrote: kept when the tests pass, taken out when they fail.
 
-Measured under real lorch (Qwen2.5-Coder-1.5B, feature-cart): the first answer's code was right
-and came with a new test that was wrong (it expected an empty cart with one unit left); the test
-repairs could not mend the test, and lorch failed a run whose code passed the behavioural check.
-The project's tests from before the command are the yardstick; a test the model added in this
+Why: a model may write right code with a wrong new test that the repairs cannot mend, and lorch
+would fail a run whose code is right. The project's tests from before the command are the yardstick; a test the model added in this
 command is its own claim and can be wrong either way. So when the tests still fail after the
 repairs, the command's test files are put back as they were and the tests run again: if the
 project's own tests then pass, the change stands and the payload says which tests were taken out
@@ -12,10 +10,8 @@ and how they failed.
 If they still fail, every file the command wrote is put back as it was and the tests run once
 more: when the project's tests pass on the code as it was, the change is withdrawn and the
 command reports that (`changes_reverted`) instead of failing; lorch fails a whole run on one
-failing `builder.completed`, and the reviewer sees the code as it was. Measured (Qwen2.5-Coder-0.5B
-under real lorch, fix-temperature): a right fix, then an `implement_changes` for a review that
-only restated the goal rewrote `celsius_to_fahrenheit` to call its inverse; the repairs could not
-mend it and the run failed, with right code one command earlier. Only when even that fails does
+failing `builder.completed`, and the reviewer sees the code as it was: a later `implement_changes` may
+break code that was right one command earlier, and the repairs may not mend it. Only when even that fails does
 the failure stand, with everything as the model wrote it.
 """
 
