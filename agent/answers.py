@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from agent.answering.invalid import InvalidAnswer, StartOver
 from agent.errors import (
     AgentError,
     ForbiddenSpecEdit,
@@ -39,6 +40,7 @@ from agent.models.base import ModelReply, ModelRequest
 from agent.models.repetition import repeating_tail
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
+from agent.plans.tools import plan_tools_for
 from agent.protocol import schema_errors
 from agent.roles.answer_form import (
     AnswerForm,
@@ -71,17 +73,6 @@ _LOWERED_MAX_TOKENS = {"builder": 2048}
 _LOWERED_DEFAULT = 1024
 _BRIEF = ("Be brief: only the answer, no explanations; short summaries; for existing files use edits "
           "(exact old text → new text) instead of whole contents.")
-
-
-class InvalidAnswer(AgentError):
-    """An answer that failed parsing or validation; only ever fed back to the model."""
-    code = "invalid_model_response"
-
-
-class StartOver(InvalidAnswer):
-    """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
-    has a stricter form) instead of repairing it in the same conversation, where a model tends to
-    defend it ("No changes needed" again, even shown the failing values)."""
 
 
 # Errors worth sending back to the model with their exact message.
@@ -690,15 +681,6 @@ def _describe_call(call: dict[str, Any]) -> str:
     args = call.get("args")
     shown = orjson.dumps(args, default=str).decode()[:120] if args is not None else ""
     return f"tools.{call.get('tool')}({shown}) → {str(call.get('error') or 'error')[:200]}"
-
-
-def plan_tools_for(role: str) -> tuple[str, ...] | None:
-    """Only the builder's plans change files; the other roles' file effects come from their answer."""
-    if role == "builder":
-        return None
-    from agent.plans.tools import READ_ONLY_TOOLS
-
-    return READ_ONLY_TOOLS
 
 
 def plan_limits_for(ctx: CommandContext) -> Any:

@@ -87,8 +87,8 @@ def test_the_lua_example_is_a_plan_the_grammar_allows(role: str, action: str) ->
     """A model held to the grammar can write what its worked example shows."""
     from gbnf_matcher import parse_gbnf
 
-    from agent.answers import plan_tools_for
     from agent.plans.grammar import plan_grammar
+    from agent.plans.tools import plan_tools_for
 
     _, answer = worked_example(role, action, "grammar")  # type: ignore[misc]
     assert parse_gbnf(plan_grammar(role, plan_tools_for(role))).failure(answer) is None

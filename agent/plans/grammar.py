@@ -564,7 +564,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
                  anchors: tuple[tuple[str, str], ...] = ()) -> str:
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
-    `tools=None` allows every tool; see `agent.answers.plan_tools_for(role)`. `banned`: names a
+    `tools=None` allows every tool; see `agent.plans.tools.plan_tools_for(role)`. `banned`: names a
     plan used without defining them (the lint's "unknown global"), never a variable again: the
     name's first word (see `_bans`), when it has `_BAN_PREFIX_MIN`+ characters, is no
     variable's beginning either (else `temperature` becomes `temperature_py`, and

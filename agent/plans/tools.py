@@ -24,7 +24,7 @@ from agent.workspace import Workspace
 
 __all__ = [
     "ToolSpec", "TOOL_SPECS", "TOOL_NAMES", "ACTION_ALIASES", "ToolError", "ToolFatal", "ToolBridge",
-    "ToolBox", "tools_catalog", "tools_prompt_text", "canonical_tool",
+    "ToolBox", "tools_catalog", "tools_prompt_text", "canonical_tool", "plan_tools_for", "READ_ONLY_TOOLS",
 ]
 
 _MESSAGE_CAP = 4096
@@ -93,6 +93,11 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
 TOOL_NAMES: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS)
 # What plans of roles that must not change files may call.
 READ_ONLY_TOOLS: tuple[str, ...] = ("read", "list", "glob", "grep", "run", "call_llm", "progress", "log")
+
+
+def plan_tools_for(role: str) -> tuple[str, ...] | None:
+    """Only the builder's plans change files; the other roles' file effects come from their answer."""
+    return None if role == "builder" else READ_ONLY_TOOLS
 _SPECS = {s.name: s for s in TOOL_SPECS}
 # Seed 002 tool names and the Claude-style names, accepted in strict action lists.
 ACTION_ALIASES: dict[str, str] = {

@@ -185,7 +185,7 @@ def grammar_for(role: str, banned: frozenset[str] = frozenset(),
     make = getattr(module, "plan_grammar", None)
     if not callable(make):
         return None
-    from agent.answers import plan_tools_for
+    from agent.plans.tools import plan_tools_for
 
     try:
         grammar = make(role, plan_tools_for(role), banned, anchors)

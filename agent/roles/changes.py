@@ -28,7 +28,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.answers import InvalidAnswer
+from agent.answering.invalid import InvalidAnswer
 from agent.errors import AgentError, PathRejected
 from agent.pathpolicy import MODEL
 from agent.roles.near_match import find_block

@@ -65,7 +65,7 @@ def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
 @functools.cache
 def system_prompt(role: str, form: str = "plan") -> str:
     """The system prompt of a role's first request: who it is, how to answer in `form`, its rules."""
-    from agent.answers import plan_tools_for
+    from agent.plans.tools import plan_tools_for
 
     parts = [_text("common.txt")]
     template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role))

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from gbnf_matcher import parse_gbnf
 
-from agent.answers import plan_tools_for
 from agent.plans.edit_anchors import anchored_text
 from agent.plans.gbnf import Rules
 from agent.plans.grammar import plan_grammar
 from agent.plans.sandbox import new_runtime
+from agent.plans.tools import plan_tools_for
 
 CART = (Path(__file__).resolve().parents[2] / "bench/lorch_tasks/feature-cart/workspace/cart.py").read_text()
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from gbnf_matcher import Grammar, parse_gbnf
 
-from agent.answers import plan_tools_for
 from agent.errors import PlanInvalid, SandboxViolation
 from agent.plans import grammar as grammar_module
 from agent.plans.extract import find_lua_plan
@@ -33,7 +32,7 @@ from agent.plans.grammar import (
     plan_grammar,
 )
 from agent.plans.lint import ALLOWED_GLOBALS, KEYWORDS, check_plan, lint_plan
-from agent.plans.tools import TOOL_SPECS
+from agent.plans.tools import TOOL_SPECS, plan_tools_for
 from agent.protocol import ROLES
 from agent.resources import schema_dir
 

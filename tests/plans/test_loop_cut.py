@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from gbnf_matcher import parse_gbnf
 
-from agent.answers import plan_tools_for
 from agent.plans.extract import find_lua_plan
 from agent.plans.grammar import plan_grammar
 from agent.plans.lint import check_plan
 from agent.plans.loop_cut import cut_loop, rest_of_run_grammar
+from agent.plans.tools import plan_tools_for
 
 # The 0.5B's feature-cart plan (run gram9), shortened: an edit, then a test file that loops.
 EDIT = ('  local r = tools.edit("cart.py", "    def total(self):\\n", "    def remove(self, name):\\n'
