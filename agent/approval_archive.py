@@ -7,11 +7,10 @@ when. Used by the supervised approvals and by the skill lifecycle, which share t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import orjson
+from agent.atomic_json import write_json_atomic
 
 __all__ = ["resolved_dir", "archive", "locate"]
 
@@ -26,14 +25,7 @@ def archive(pending_path: Path, data: dict[str, Any]) -> Path:
     target_dir = resolved_dir(pending_path)
     target_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     target = target_dir / pending_path.name
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str) + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+    write_json_atomic(target, data)
     # Written before the pending file goes: a crash in between leaves a duplicate, never a loss.
     pending_path.unlink(missing_ok=True)
     return target

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.atomic_json import write_json_atomic
 from agent.clock import utc_now
 from agent.errors import SupervisedError
 from agent.supervised.home import AgentHome
-from agent.supervised.state import read_json, write_json_atomic
+from agent.supervised.state import read_json
 
 __all__ = ["Request", "requests", "find", "answer", "ANSWERED_BY"]
 

@@ -19,10 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.approval_archive import archive
+from agent.atomic_json import write_json_atomic
 from agent.clock import utc_now
 from agent.supervised.events import TaskAudit
 from agent.supervised.home import AgentHome, HomeConfig
-from agent.supervised.state import read_json, write_json_atomic
+from agent.supervised.state import read_json
 
 __all__ = ["Approvals", "RUN_YES_SKIPS"]
 

@@ -22,10 +22,11 @@ import os
 import signal
 from typing import Any
 
+from agent.atomic_json import write_json_atomic
 from agent.errors import AgentError, ArtifactWriteFailed
 from agent.supervised.events import TaskAudit
 from agent.supervised.paths import NodePaths
-from agent.supervised.state import TaskFiles, write_json_atomic
+from agent.supervised.state import TaskFiles
 
 __all__ = ["EffectJournal", "sha256"]
 

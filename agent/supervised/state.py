@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from agent.approval_archive import archive
+from agent.atomic_json import write_json_atomic
 from agent.clock import utc_now
 from agent.errors import TaskStateCorrupted
 from agent.supervised.home import AgentHome
@@ -30,24 +31,6 @@ STATE_VERSION = 1
 TERMINAL = ("complete", "failed", "stopped")
 STOPPED_STATE = "stopped"
 _REQUIRED = ("version", "id", "prompt", "status", "step_count", "max_steps")
-
-
-def write_json_atomic(path: Path, obj: Any, *, mode: int = 0o600) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = orjson.dumps(obj, option=orjson.OPT_INDENT_2, default=str) + b"\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def read_json(path: Path) -> Any:
