@@ -18,12 +18,21 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-import orjson
-
+from agent.answering.answer_spec import (
+    Answer,
+    AnswerSpec,
+    Narrowing,
+    extract_json,
+    role_rules,
+    schema_of,
+    strings_in,
+    validate,
+)
+from agent.answering.interpret import ToolRound, interpret, plans_module
 from agent.answering.invalid import InvalidAnswer, StartOver
 from agent.errors import (
     AgentError,
@@ -40,8 +49,6 @@ from agent.models.base import ModelReply, ModelRequest
 from agent.models.repetition import repeating_tail
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
-from agent.plans.tools import plan_tools_for
-from agent.protocol import schema_errors
 from agent.roles.answer_form import (
     AnswerForm,
     capabilities_of,
@@ -54,7 +61,6 @@ from agent.roles.context import CommandContext
 
 __all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 _REJECTED_KEEP = 1500
 _PLAN_KEEP = 6000
 _MIN_MAX_TOKENS = 256
@@ -79,106 +85,6 @@ _BRIEF = ("Be brief: only the answer, no explanations; short summaries; for exis
 _REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, PathRejected, SecretInArtifact)
 
 
-@dataclass(frozen=True)
-class Narrowing:
-    """A stricter JSON answer: the schema sent as response_format (a subset of the role's), and the
-    note to the model, made from the reply that was rejected (so it can name that reply's files)."""
-
-    schema: dict[str, Any]
-    note: Callable[[str], str]
-    reason: str
-
-
-@dataclass
-class AnswerSpec:
-    """What a role asks of an answer.
-
-    `prepare` runs on the decoded answer before the schema: it resolves what the agent can
-    resolve itself (logging it) and raises `InvalidAnswer` with a precise message for common
-    shape mistakes. `check` applies the role's rules to a schema-valid answer and raises a
-    repairable error. `salvage`, after the repair budget, returns the answer without the parts
-    that failed (logging what it dropped), or None when nothing valid remains.
-    """
-
-    role: str
-    task_type: str
-    check: Callable[[dict[str, Any]], None] | None = None
-    prepare: Callable[[Any], Any] | None = None
-    salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
-    # The role writes its whole answer into a workspace file (review, spec notes, planning
-    # artifact): a secret anywhere in it is refused up front, while the model can repair it.
-    # The builder writes only its files' contents, which its `check` guards instead.
-    guard_answer: bool = True
-    # A stricter form to switch to when the same error (or the same answer) comes twice from the
-    # JSON form, e.g. the builder's whole-files-only answer when its edits keep missing.
-    narrow: Narrowing | None = None
-    # A salvage taken as soon as the same error comes twice, before any narrowing: for answers
-    # whose failing part the task can do without (the builder's edits of prose files).
-    salvage_early: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
-    # More for a plan's `context` table (plain data): what the agent found out before asking, so a
-    # plan can use it, e.g. the reviewer's `examples` (the goal's examples as the agent ran them).
-    plan_context: dict[str, Any] | None = None
-    # (path, text) of the files the prompt quoted whole: a grammar-held plan's edits copy their
-    # `old` text from these exactly (agent/plans/edit_anchors.py).
-    anchors: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def schema_name(self) -> str:
-        return f"answers/{self.role}.json"
-
-
-@dataclass
-class Answer:
-    data: dict[str, Any]
-    via: str  # "json" | "lua" | "actions"
-    attempts: int
-    plan: Any = None  # agent.plans.PlanOutcome when a Lua plan produced the answer
-    tool_rounds: list[Any] = field(default_factory=list)
-    form: str = "json"
-    salvaged: bool = False
-
-
-def extract_json(text: str) -> Any:
-    """A JSON value from a bare reply or a ```json fence; raises InvalidAnswer."""
-    stripped = text.strip()
-    candidates = [stripped] if stripped.startswith(("{", "[")) else []
-    candidates += [m.group(1) for m in _FENCE.finditer(text)]
-    first, last = stripped.find("{"), stripped.rfind("}")
-    if first != -1 and last > first:
-        candidates.append(stripped[first:last + 1])
-    error = "the reply contains no JSON object"
-    for c in candidates:
-        try:
-            return orjson.loads(c)
-        except orjson.JSONDecodeError as exc:
-            error = f"invalid JSON: {exc}"
-    raise InvalidAnswer(error)
-
-
-def _plans() -> Any:
-    import agent.plans as plans  # lazy: lupa is only needed when a plan arrives
-
-    return plans
-
-
-def strings_in(value: Any) -> Iterator[str]:
-    """Every string inside nested JSON-like data (dict values, list items), depth first."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings_in(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings_in(v)
-
-
-def _schema(spec: AnswerSpec) -> dict[str, Any]:
-    from agent.protocol import validator
-
-    return validator(spec.schema_name).schema  # type: ignore[no-any-return]  # cached, not re-read per request
-
-
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
                   max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None,
                   temperature: float | None = None) -> ModelRequest:
@@ -188,29 +94,8 @@ def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str
     grammar = form.grammar if form.lua else (form.json_grammar if schema is None else None)
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
-                        response_schema=(schema or _schema(spec)) if form.schema else None,
+                        response_schema=(schema or schema_of(spec)) if form.schema else None,
                         max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=grammar, **extra)
-
-
-def _role_rules(ctx: CommandContext, spec: AnswerSpec, data: dict[str, Any]) -> None:
-    """The role's own rules, then the secret guard on answers that become files whole."""
-    if spec.check:
-        spec.check(data)
-    if spec.guard_answer:
-        for text in strings_in(data):
-            ctx.workspace.guard_content("the answer", text.encode("utf-8", "replace"))
-
-
-def _validate(spec: AnswerSpec, data: Any) -> dict[str, Any]:
-    """Prepare and schema-check an answer (the role's rules run separately, see `obtain_answer`)."""
-    if spec.prepare is not None:
-        data = spec.prepare(data)
-    if not isinstance(data, dict):
-        raise InvalidAnswer(f"the answer must be a JSON object (Lua table), got {type(data).__name__}")
-    errors = schema_errors(spec.schema_name, data)
-    if errors:
-        raise InvalidAnswer("the answer does not match the schema: " + "; ".join(errors))
-    return data
 
 
 class _Loop:
@@ -368,10 +253,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
         ctx.log("info", "model answered", model=reply.model, attempt=attempt, chars=len(reply.text),
                 **({"cut_off": True} if cut_off else {}))
         try:
-            answer = _interpret(ctx, spec, reply.text, attempt)
+            answer = interpret(ctx, spec, reply.text, attempt)
             answer.form = loop.form.name
             try:
-                _role_rules(ctx, spec, answer.data)
+                role_rules(ctx, spec, answer.data)
             except _REPAIRABLE:
                 loop.candidate = answer
                 loop.candidate_attempt = attempt
@@ -380,7 +265,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             if copied is not None:  # valid in form, but about the example, not the task
                 raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
                                     "project; answer about this task's own files")
-        except _ToolRound as round_:
+        except ToolRound as round_:
             tool_rounds += 1
             if tool_rounds > ctx.settings.max_tool_rounds:
                 raise InvalidModelResponse(
@@ -391,96 +276,13 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             attempt -= 1  # a tool round is progress, not a failed attempt
             continue
         except _REPAIRABLE as exc:
-            loop.last = exc
-            ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
-                             error=exc.message, cut_off=cut_off)
-            repeated = _normal(reply.text) in loop.rejected
-            same_error = _error_key(exc.message) in loop.errors
-            if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
-                early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
-                if early is not None:
-                    return early
-            if (repeated or same_error) and loop.temperature is None:
-                loop.temperature = _WIDER_TEMPERATURE
-                ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
-                                 temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
-            loop.rejected.append(_normal(reply.text))
-            loop.errors.append(_error_key(exc.message))
-            looped = cut_off and looping(reply.text)
-            if looped and _cut_at_loop(ctx, loop, reply.text, attempt):
-                # The rest of this answer, not a new attempt: a model that loops in every plan
-                # would otherwise spend the whole repair budget on cut plans.
+            after = _after_rejection(ctx, spec, loop, exc, reply.text, attempt, cut_off)
+            if isinstance(after, Answer):
+                return after
+            if after == _GIVE_UP:
+                break
+            if after == _SAME_ATTEMPT:
                 attempt -= 1
-                continue
-            last_chance = False
-            if attempt > ctx.settings.max_repairs:
-                # The same failure twice, the second at the end of the budget: the plan is switched
-                # to JSON once more rather than fail: a failed update_spec ends lorch's whole run, and
-                # the same plan error a third time is likely.
-                if loop.extended or not (repeated or same_error) \
-                        or not loop.switch_to_json("the plan failed the same way twice, at the end of the repair budget"):
-                    break
-                loop.extended = last_chance = True
-            message = _repair_message(exc, reply.text, cut_off)
-            if last_chance:
-                message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
-                            "only, matching the schema and the worked example.")
-            m = UNKNOWN_GLOBAL.match(exc.message) if isinstance(exc, PlanInvalid) else None
-            unknown = m.group(1) if m else None
-            if unknown and loop.ban_name(unknown, attempt):
-                message += (f"\nThe name `{unknown}` is not defined in your plan and can no longer be used: "
-                            "write a file name as a string (\"name.py\"), or a local you assign first.")
-            if looped:
-                loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
-                ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
-                message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
-                # A small model held to the plan grammar tends to loop inside a long string on every
-                # attempt; the JSON answer, held by its schema, is the form it finishes. But a plan
-                # that ran looped only past its own end (prose after the plan): its error is what
-                # to repair, and a switch to JSON would not help.
-                ran = isinstance(exc, PlanError) and not isinstance(exc, PlanInvalid)
-                if not ran and loop.switch_to_json("the plan repeated itself until it was cut off"):
-                    message += " Answer with the JSON object only."
-            elif cut_off:
-                loop.cutoffs += 1
-                # A plan cut off twice will likely be cut off again (one that nests the same checks
-                # deeper each time), and a failed command may end lorch's run.
-                if loop.cutoffs >= 2 and loop.switch_to_json("the plan was cut off at its token limit twice"):
-                    message += " Answer with the JSON object only."
-            copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
-            if copied is not None:
-                # Repairing an answer about the example gets it again: start over without it at once.
-                ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
-                note = loop.narrow("the answer copied the worked example", reply.text)
-                loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
-                                "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))
-                continue
-            if isinstance(exc, StartOver):
-                ctx.audit.record("answer_start_over", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
-                note = loop.narrow("the answer's frame was wrong", reply.text)
-                loop.start_over(message + (f"\n{note}" if note else ""))
-                continue
-            note = loop.narrow("the same error came twice", reply.text) if repeated or same_error else None
-            if note:
-                loop.start_over(message + "\n" + note)
-                continue
-            if repeated and not last_chance:
-                # The same invalid answer twice: a third identical question would get it again.
-                if not loop.switch_to_json("the same invalid answer came twice"):
-                    ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
-                    break
-                message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
-                            "matching the schema and the worked example.")
-            elif same_error and loop.switch_to_json("the plan failed the same way twice"):
-                # A plan error repeated once tends to repeat at any temperature, and a failed
-                # update_spec ends lorch's run. Likewise an answer a plan returned and that was
-                # refused twice the same way (e.g. `section_edits` of `false` values).
-                message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
-                            "only, matching the schema and the worked example.")
-            # Only the start of the rejected reply goes back: the error is what helps, and a
-            # small model's context fills up fast when every repair resends a whole answer.
-            loop.messages += [{"role": "assistant", "content": _clip(reply.text)},
-                              {"role": "user", "content": message}]
             continue
         ctx.log("info", "answer validated", via=answer.via, attempts=attempt)
         return answer
@@ -493,6 +295,115 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
         raise last
     raise InvalidModelResponse(f"no valid answer after {attempt} attempts; last error: {last.message}",
                                attempts=attempt)
+
+
+_ASK, _SAME_ATTEMPT, _GIVE_UP = "ask", "same attempt", "give up"
+
+
+def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: AgentError, text: str, attempt: int,
+                     cut_off: bool) -> Answer | str:
+    """What follows a rejected reply: an early salvage (an Answer), or `_ASK` again (with the repair
+    message or a fresh start set up in `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt
+    spent) or `_GIVE_UP`."""
+    from agent.roles.prompting import copied_example_line
+
+    loop.last = exc
+    ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
+                     error=exc.message, cut_off=cut_off)
+    repeated = _normal(text) in loop.rejected
+    same_error = _error_key(exc.message) in loop.errors
+    if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
+        early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
+        if early is not None:
+            return early
+    if (repeated or same_error) and loop.temperature is None:
+        loop.temperature = _WIDER_TEMPERATURE
+        ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
+                         temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
+    loop.rejected.append(_normal(text))
+    loop.errors.append(_error_key(exc.message))
+    looped = cut_off and looping(text)
+    if looped and _cut_at_loop(ctx, loop, text, attempt):
+        # The rest of this answer, not a new attempt: a model that loops in every plan
+        # would otherwise spend the whole repair budget on cut plans.
+        return _SAME_ATTEMPT
+    last_chance = False
+    if attempt > ctx.settings.max_repairs:
+        # The same failure twice, the second at the end of the budget: the plan is switched
+        # to JSON once more rather than fail: a failed update_spec ends lorch's whole run, and
+        # the same plan error a third time is likely.
+        if loop.extended or not (repeated or same_error) \
+                or not loop.switch_to_json("the plan failed the same way twice, at the end of the repair budget"):
+            return _GIVE_UP
+        loop.extended = last_chance = True
+    message = _repair_prompt(ctx, loop, exc, text, attempt, cut_off, looped, last_chance)
+    copied = copied_example_line(loop.messages, text, loop.example, task=loop.task)
+    if copied is not None:
+        # Repairing an answer about the example gets it again: start over without it at once.
+        ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
+        note = loop.narrow("the answer copied the worked example", text)
+        loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
+                        "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))
+        return _ASK
+    if isinstance(exc, StartOver):
+        ctx.audit.record("answer_start_over", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
+        note = loop.narrow("the answer's frame was wrong", text)
+        loop.start_over(message + (f"\n{note}" if note else ""))
+        return _ASK
+    note = loop.narrow("the same error came twice", text) if repeated or same_error else None
+    if note:
+        loop.start_over(message + "\n" + note)
+        return _ASK
+    if repeated and not last_chance:
+        # The same invalid answer twice: a third identical question would get it again.
+        if not loop.switch_to_json("the same invalid answer came twice"):
+            ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
+            return _GIVE_UP
+        message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
+                    "matching the schema and the worked example.")
+    elif same_error and loop.switch_to_json("the plan failed the same way twice"):
+        # A plan error repeated once tends to repeat at any temperature, and a failed
+        # update_spec ends lorch's run. Likewise an answer a plan returned and that was
+        # refused twice the same way (e.g. `section_edits` of `false` values).
+        message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
+                    "only, matching the schema and the worked example.")
+    # Only the start of the rejected reply goes back: the error is what helps, and a
+    # small model's context fills up fast when every repair resends a whole answer.
+    loop.messages += [{"role": "assistant", "content": _clip(text)},
+                      {"role": "user", "content": message}]
+    return _ASK
+
+
+def _repair_prompt(ctx: CommandContext, loop: _Loop, exc: AgentError, text: str, attempt: int, cut_off: bool,
+                   looped: bool, last_chance: bool) -> str:
+    """The message that sends a rejected reply back, switching the form where a switch helps."""
+    message = _repair_message(exc, text, cut_off)
+    if last_chance:
+        message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
+                    "only, matching the schema and the worked example.")
+    m = UNKNOWN_GLOBAL.match(exc.message) if isinstance(exc, PlanInvalid) else None
+    unknown = m.group(1) if m else None
+    if unknown and loop.ban_name(unknown, attempt):
+        message += (f"\nThe name `{unknown}` is not defined in your plan and can no longer be used: "
+                    "write a file name as a string (\"name.py\"), or a local you assign first.")
+    if looped:
+        loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
+        ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
+        message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
+        # A small model held to the plan grammar tends to loop inside a long string on every
+        # attempt; the JSON answer, held by its schema, is the form it finishes. But a plan
+        # that ran looped only past its own end (prose after the plan): its error is what
+        # to repair, and a switch to JSON would not help.
+        ran = isinstance(exc, PlanError) and not isinstance(exc, PlanInvalid)
+        if not ran and loop.switch_to_json("the plan repeated itself until it was cut off"):
+            message += " Answer with the JSON object only."
+    elif cut_off:
+        loop.cutoffs += 1
+        # A plan cut off twice will likely be cut off again (one that nests the same checks
+        # deeper each time), and a failed command may end lorch's run.
+        if loop.cutoffs >= 2 and loop.switch_to_json("the plan was cut off at its token limit twice"):
+            message += " Answer with the JSON object only."
+    return message
 
 
 def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
@@ -523,8 +434,8 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
     if data is None:
         return None
     try:
-        data = _validate(spec, data)
-        _role_rules(ctx, spec, data)
+        data = validate(spec, data)
+        role_rules(ctx, spec, data)
     except _REPAIRABLE as exc:
         ctx.audit.record("answer_salvage_failed", task_id=ctx.cmd.task_id, code=exc.code, error=exc.message)
         return None
@@ -563,7 +474,7 @@ def _clip(text: str) -> str:
     whole, without the prose around it: a model repairs by copying its last answer, clip mark
     included; a mark inside a long string would leave the string unclosed and the reply would run
     on to its token limit."""
-    source = _plans().find_lua_plan(text)
+    source = plans_module().find_lua_plan(text)
     if source is not None and len(source) <= _PLAN_KEEP:
         return f"```lua\n{source}\n```"
     if len(text) <= _REJECTED_KEEP:
@@ -594,153 +505,3 @@ def _repair_message(exc: AgentError, text: str, cut_off: bool) -> str:
     return "\n".join(lines)
 
 
-class _ToolRound(Exception):
-    def __init__(self, results: str) -> None:
-        super().__init__("tool round")
-        self.results = results
-
-
-def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
-    """The plan with a long string that swallowed its own code closed where the code resumes
-    (agent/plans/unclosed.py), or the plan as it came."""
-    from agent.plans.lint import syntax_check
-    from agent.plans.unclosed import close_swallowed_string, has_unclosed_bracket
-
-    if not has_unclosed_bracket(source):  # the usual case: no second compile of the plan
-        return source
-    try:
-        syntax_check(source)
-        return source
-    except PlanInvalid as exc:
-        closed = close_swallowed_string(source, exc.message)
-    if closed is None:
-        return source
-    repaired, line = closed
-    ctx.audit.record("plan_string_closed", task_id=ctx.cmd.task_id, line=line)
-    ctx.log("warn", "plan: a long string ran on into the plan's own code; closed it where the code resumes",
-            line=line)
-    return repaired
-
-
-def _interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -> Answer:
-    plans = _plans()
-    source = plans.find_lua_plan(text)
-    if source is not None:
-        source = _closed_if_swallowed(ctx, source)
-        try:
-            outcome = plans.run_plan(source, {**plan_context(ctx), **(spec.plan_context or {})}, workspace=ctx.workspace,
-                                     limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),
-                                     audit=ctx.audit, deadline=ctx.deadline)
-        except PlanError as exc:
-            _report_failed_plan(ctx, exc)
-            raise
-        for art in outcome.artifacts:
-            ctx.add_artifact(art)
-        ctx.log("info", "plan ran", run_id=outcome.run_id, tool_calls=len(outcome.tool_calls))
-        return Answer(_validate(spec, outcome.result), "lua", attempt, plan=outcome)
-    data = extract_json(text)
-    actions = plans.parse_action_list(data)
-    if actions is not None:
-        outcome = plans.run_actions(actions, workspace=ctx.workspace, limits=plan_limits_for(ctx),
-                                    host=PlanHostAdapter(ctx), audit=ctx.audit, deadline=ctx.deadline)
-        for art in outcome.artifacts:
-            ctx.add_artifact(art)
-        results = orjson.dumps(outcome.result, default=str).decode()
-        raise _ToolRound(results[:32 * 1024])
-    return Answer(_validate(spec, data), "json", attempt)
-
-
-def _report_failed_plan(ctx: CommandContext, exc: PlanError) -> None:
-    """A plan that failed may have written files: announce them, and name them (and the tool calls
-    that failed) in the error, so the repair message can say so."""
-    record_path = exc.details.get("record")
-    if not isinstance(record_path, str):
-        return
-    try:
-        record = orjson.loads(ctx.workspace.read_bytes(record_path))
-    except (AgentError, OSError, orjson.JSONDecodeError):
-        return
-    from agent.workspace import Artifact
-
-    wrote: list[str] = []
-    for art in record.get("artifacts") or []:
-        try:
-            artifact = Artifact(str(art["path"]), str(art["sha256"]), int(art["size"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-        ctx.add_artifact(artifact)
-        wrote.append(artifact.path)
-    failed = [_describe_call(c) for c in record.get("tool_calls") or [] if isinstance(c, dict) and not c.get("ok")]
-    if wrote:
-        exc.details["wrote"] = wrote[:20]
-    if failed:
-        exc.details["failed_tools"] = failed[:5]
-
-
-def _describe_call(call: dict[str, Any]) -> str:
-    args = call.get("args")
-    shown = orjson.dumps(args, default=str).decode()[:120] if args is not None else ""
-    return f"tools.{call.get('tool')}({shown}) → {str(call.get('error') or 'error')[:200]}"
-
-
-def plan_limits_for(ctx: CommandContext) -> Any:
-    from dataclasses import replace
-
-    from agent.plans.limits import PlanLimits
-
-    base = ctx.settings.plan_limits or PlanLimits()
-    return replace(base, tools=plan_tools_for(ctx.role))
-
-
-def plan_context(ctx: CommandContext) -> dict[str, Any]:
-    """The `context` table a plan's `run(context)` receives: plain data only."""
-    from agent.roles.project_files import project_files
-
-    goal = ctx.cmd.inputs.get("goal")
-    return {
-        # `goal` as well as `inputs.goal`: small models' plans read `context.goal`, and a nil there
-        # fails every attempt
-        **({"goal": goal} if isinstance(goal, str) else {}),
-        "role": ctx.role, "action": ctx.cmd.action, "task_id": ctx.cmd.task_id, "inputs": ctx.cmd.inputs,
-        "expected_outputs": [{"path": o.path, "required": o.required} for o in ctx.cmd.expected_outputs],
-        "workspace": {"files": project_files(ctx.workspace, 500)},
-    }
-
-
-class PlanHostAdapter:
-    """What a plan may ask of the parent process: nested model calls, progress and logs."""
-
-    def __init__(self, ctx: CommandContext) -> None:
-        self.ctx = ctx
-
-    def call_llm(self, prompt: str, opts: dict[str, Any]) -> str:
-        from agent.prompt import summarize
-
-        model = self.ctx.require_model()
-        text = summarize(prompt, self.ctx.settings.budget.total_bytes)
-        messages = []
-        if isinstance(opts.get("system"), str):
-            messages.append({"role": "system", "content": opts["system"]})
-        messages.append({"role": "user", "content": text})
-        reply = model.complete(ModelRequest(messages=messages, task_type="nested", role=self.ctx.role,
-                                            deadline=self.ctx.deadline))
-        return reply.text
-
-    def progress(self, message: str) -> None:
-        self.ctx.progress(message, stage="implementing", progress=0.5)
-
-    def log(self, message: str) -> None:
-        self.ctx.audit.record("plan_log", task_id=self.ctx.cmd.task_id, message=message)
-
-    def run_tests(self, timeout_s: float) -> dict[str, Any]:
-        """`tools.test()`: the configured test command, inside the OS sandbox, output tail only."""
-        from agent.roles.testrun import run_tests
-
-        command = self.ctx.settings.test_command
-        if not command:
-            return {"error": "no test command configured (--test-command)", "code": "not_configured"}
-        timeout = min(timeout_s, self.ctx.settings.test_timeout_s, max(0.0, self.ctx.seconds_left()))
-        result = run_tests(command, str(self.ctx.workspace.root), timeout)
-        self.ctx.audit.record("plan_tests_ran", task_id=self.ctx.cmd.task_id, status=result.get("status"),
-                              exit_code=result.get("exit_code"))
-        return result

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.answering.answer_spec import strings_in
 from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
-from agent.answers import strings_in
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder

@@ -13,7 +13,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from agent.answers import strings_in
+from agent.answering.answer_spec import strings_in
 from agent.roles.context import CommandContext
 from agent.roles.project_files import paths_named_in, project_files
 from agent.roles.prompting import read_project_text

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import strings_in
+from agent.answering.answer_spec import strings_in
 from agent.errors import AgentError, ShuttingDown
 from agent.roles.changes import is_test_path
 from agent.roles.context import CommandContext

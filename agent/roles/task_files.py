@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import strings_in
+from agent.answering.answer_spec import strings_in
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
 from agent.roles.context import CommandContext
