@@ -16,8 +16,6 @@ The harness, not the model, controls the loop (seed 002):
 
 from __future__ import annotations
 
-import re
-import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -34,6 +32,7 @@ from agent.answering.answer_spec import (
 )
 from agent.answering.interpret import ToolRound, interpret, plans_module
 from agent.answering.invalid import InvalidAnswer, StartOver
+from agent.answering.sameness import looping, same_error_key, same_text
 from agent.errors import (
     AgentError,
     ForbiddenSpecEdit,
@@ -46,7 +45,6 @@ from agent.errors import (
     SecretInArtifact,
 )
 from agent.models.base import ModelReply, ModelRequest
-from agent.models.repetition import repeating_tail
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
 from agent.roles.answer_form import (
@@ -72,8 +70,6 @@ _RESUME_MAX_TOKENS = 512
 # ... and when the cut left a call open, its missing text first (an edit's `new`, often as long as
 # its `old`), which 512 tokens may not hold.
 _RESUME_WITH_ARGUMENT_MAX_TOKENS = 1024
-_LOOP_MIN_CHARS = 2000
-_LOOP_RATIO = 0.1
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
 _LOWERED_MAX_TOKENS = {"builder": 2048}
 _LOWERED_DEFAULT = 1024
@@ -310,8 +306,8 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
     loop.last = exc
     ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                      error=exc.message, cut_off=cut_off)
-    repeated = _normal(text) in loop.rejected
-    same_error = _error_key(exc.message) in loop.errors
+    repeated = same_text(text) in loop.rejected
+    same_error = same_error_key(exc.message) in loop.errors
     if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
         early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
         if early is not None:
@@ -320,8 +316,8 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
         loop.temperature = _WIDER_TEMPERATURE
         ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
                          temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
-    loop.rejected.append(_normal(text))
-    loop.errors.append(_error_key(exc.message))
+    loop.rejected.append(same_text(text))
+    loop.errors.append(same_error_key(exc.message))
     looped = cut_off and looping(text)
     if looped and _cut_at_loop(ctx, loop, text, attempt):
         # The rest of this answer, not a new attempt: a model that loops in every plan
@@ -441,32 +437,6 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
         return None
     ctx.log("info", "answer validated", via=loop.candidate.via, attempts=attempt, salvaged=True)
     return Answer(data, loop.candidate.via, attempt, plan=loop.candidate.plan, form=loop.form.name, salvaged=True)
-
-
-def looping(text: str) -> bool:
-    """A reply that ends in copies of one block (what the stream watch stops), or a long reply that
-    is mostly one thing over and over (SmolLM2-135M: 8,200 characters that compress to 3%; real
-    code and JSON answers compress to 20-30%)."""
-    if repeating_tail(text) is not None:
-        return True
-    if len(text) < _LOOP_MIN_CHARS:
-        return False
-    raw = text.encode("utf-8", "replace")
-    return len(zlib.compress(raw, 1)) < _LOOP_RATIO * len(raw)
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
-
-
-_LINE_NUMBER = re.compile(r"\bline \d+\b")
-
-
-def _error_key(message: str) -> str:
-    """An error as compared with earlier ones: the same failure at another line is the same failure
-    (a model's edit of the same absent text reported at line 12, then 10), and so is an unknown
-    global by another name (`require_path_or_…_gz`, then `…_ggz`)."""
-    return UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
 
 
 def _clip(text: str) -> str:

@@ -142,7 +142,7 @@ def test_the_same_error_twice_narrows_the_json_schema_once(tmp_path: Path) -> No
 
 
 def test_a_cut_off_answer_that_repeats_itself_gets_a_lower_max_tokens(tmp_path: Path) -> None:
-    from agent.answers import looping
+    from agent.answering.sameness import looping
 
     # SmolLM2-135M under real lorch: 8,200 characters of one line over and over, cut off at 3,072 tokens
     ramble = ModelReply(text='{"summary": "x", "files": [{"path": "a.py", "content": "' + "print(1)\\n" * 900)
