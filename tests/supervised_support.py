@@ -125,3 +125,36 @@ def transitions_match(world: World) -> None:
     logged = [(e["data"]["from_state"], e["data"]["to_state"]) for e in world.events("state_transition")
               if e["task_id"] == world.current()["id"]]
     assert saved == logged and saved, (saved, logged)
+
+
+# A skill draft as a model writes it (the skill and its test, fenced), counting words right.
+WORD_COUNT = '''```lua
+---@skill {
+---  name = "word_count",
+---  version = "1.0",
+---  description = "Count the words in a text file",
+---  paths = { "**" },
+---  public_functions = { "run" },
+---}
+local M = {}
+function M.run(args)
+  local f = assert(io.open(args.path))
+  local text = f:read("a")
+  f:close()
+  local n = 0
+  for _ in text:gmatch("%S+") do n = n + 1 end
+  return { words = n }
+end
+return M
+```
+
+```lua
+local test = require("luallm_test")
+local word_count = require("word_count")
+test.case("counts words", function()
+  local f = assert(io.open("t.txt", "w")); f:write("one two  three\\n"); f:close()
+  test.eq(word_count.run({ path = "t.txt" }).words, 3)
+end)
+test.run_all()
+```
+'''

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from supervised_support import WORD_COUNT
 from support import ROOT
 
 from agent.skills.samples import SAMPLES_DIR, sample_names
@@ -65,36 +66,7 @@ def test_failing_test_exits_one_with_the_json_result(home: Path) -> None:
     assert "expected 2, got" in result["results"][0]["message"]
 
 
-BROKEN = '''```lua
----@skill {
----  name = "word_count",
----  version = "1.0",
----  description = "Count the words in a text file",
----  paths = { "**" },
----  public_functions = { "run" },
----}
-local M = {}
-function M.run(args)
-  local f = assert(io.open(args.path))
-  local text = f:read("a")
-  f:close()
-  local n = 0
-  for _ in text:gmatch("%S+") do n = n + 1 end
-  return { words = n - 1 }
-end
-return M
-```
-
-```lua
-local test = require("luallm_test")
-local word_count = require("word_count")
-test.case("counts words", function()
-  local f = assert(io.open("t.txt", "w")); f:write("one two  three\\n"); f:close()
-  test.eq(word_count.run({ path = "t.txt" }).words, 3)
-end)
-test.run_all()
-```
-'''
+BROKEN = WORD_COUNT.replace("words = n }", "words = n - 1 }")  # the draft with a bug to rework
 
 
 def test_draft_rework_approval_promotion_resume_and_plan_call(home: Path, tmp_path: Path) -> None:

@@ -8,40 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from supervised_support import World, invalid_audit_lines
+from supervised_support import WORD_COUNT, World, invalid_audit_lines
 
 from agent.skills.samples import SAMPLES_DIR
-
-WORD_COUNT = '''```lua
----@skill {
----  name = "word_count",
----  version = "1.0",
----  description = "Count the words in a text file",
----  paths = { "**" },
----  public_functions = { "run" },
----}
-local M = {}
-function M.run(args)
-  local f = assert(io.open(args.path))
-  local text = f:read("a")
-  f:close()
-  local n = 0
-  for _ in text:gmatch("%S+") do n = n + 1 end
-  return { words = n }
-end
-return M
-```
-
-```lua
-local test = require("luallm_test")
-local word_count = require("word_count")
-test.case("counts words", function()
-  local f = assert(io.open("t.txt", "w")); f:write("one two  three\\n"); f:close()
-  test.eq(word_count.run({ path = "t.txt" }).words, 3)
-end)
-test.run_all()
-```
-'''
 
 
 def install_sample(w: World, name: str) -> None:
