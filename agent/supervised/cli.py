@@ -166,33 +166,11 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     from agent.supervised.machine import Machine, RunOptions, new_task
     from agent.supervised.models import ModelPicker
     from agent.supervised.progress import Progress, summary_table
-    from agent.supervised.state import TERMINAL, TaskFiles, clear_current, load_current
+    from agent.supervised.state import TERMINAL, load_current
 
     tty = sys.stdin.isatty() and sys.stdout.isatty()
     if args.reset:
-        task = None
-        try:
-            task = load_current(home)
-        except Exception:  # a corrupted state is exactly what --reset is for
-            pass
-        pending = sorted(home.approvals_dir.glob("*.json")) if home.approvals_dir.is_dir() else []
-        what = f"task {task['id']} ({task['status']})" if task else "the saved task state"
-        if tty and not _ask(f"clear {what} and {len(pending)} pending approval(s)?"):
-            _out("nothing cleared")
-            return 0
-        ended = task is not None and task["status"] not in TERMINAL
-        if task is not None:
-            # The harness file must not say "running" for a task nobody will resume.
-            ended = TaskFiles(home, task["id"]).end_if_open("reset") or ended
-        removed = clear_current(home)
-        config = _config_or_none(home)
-        if config is not None:
-            audit = _audit_for(home, config, task["id"] if task else None)
-            audit.record("task_reset", removed=removed)
-            if task is not None and ended:
-                audit.record("task_end", id=task["id"], status="stopped", error=None, termination_reason="reset")
-        _out(f"cleared {len(removed)} file(s)" + "".join(f"\n  {r}" for r in removed))
-        return 0
+        return _reset(home, tty)
     config = home.config()
     current = load_current(home)  # refuses a corrupted state with the exact fix
     if args.resume:
@@ -258,6 +236,35 @@ def _run(home: Any, args: argparse.Namespace) -> int:
     else:
         _out(summary_table(outcome.task))
     return outcome.exit_code
+
+
+def _reset(home: Any, tty: bool) -> int:
+    """`run --reset`: end the saved task in both state files and clear it, with the person's consent."""
+    from agent.supervised.state import TERMINAL, TaskFiles, clear_current, load_current
+
+    task = None
+    try:
+        task = load_current(home)
+    except Exception:  # a corrupted state is exactly what --reset is for
+        pass
+    pending = sorted(home.approvals_dir.glob("*.json")) if home.approvals_dir.is_dir() else []
+    what = f"task {task['id']} ({task['status']})" if task else "the saved task state"
+    if tty and not _ask(f"clear {what} and {len(pending)} pending approval(s)?"):
+        _out("nothing cleared")
+        return 0
+    ended = task is not None and task["status"] not in TERMINAL
+    if task is not None:
+        # The harness file must not say "running" for a task nobody will resume.
+        ended = TaskFiles(home, task["id"]).end_if_open("reset") or ended
+    removed = clear_current(home)
+    config = _config_or_none(home)
+    if config is not None:
+        audit = _audit_for(home, config, task["id"] if task else None)
+        audit.record("task_reset", removed=removed)
+        if task is not None and ended:
+            audit.record("task_end", id=task["id"], status="stopped", error=None, termination_reason="reset")
+    _out(f"cleared {len(removed)} file(s)" + "".join(f"\n  {r}" for r in removed))
+    return 0
 
 
 def _approvals(home: Any, args: argparse.Namespace) -> int:

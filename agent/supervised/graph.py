@@ -125,20 +125,37 @@ def validate_graph(data: dict[str, Any], *, skill_exists: Callable[[str], bool],
                 "max_retries": max(1, min(int(n.get("max_retries") or max_retries), max_retries)),
                 "result": None, "error": None, "effects": [], "elapsed_s": 0.0}
         problems += _action_problems(node, where, skill_exists)
-        for key, write in (("reads", False), ("writes", True)):
-            paths = node.get(key, [])
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                problems.append(f"{where}: {key} must be a list of paths")
-                node[key] = []
-                continue
-            for p in paths:
-                try:
-                    check_path(p, write)
-                except AgentError as exc:
-                    problems.append(f"{where}: {key} {p!r}: {exc.message}")
+        problems += _path_problems(node, where, check_path)
         if not isinstance(node.get("network", []), list):
             problems.append(f"{where}: network must be a list of URLs")
         nodes.append(node)
+    problems += _link_problems(nodes, nodes_valid=not problems)
+    if problems:
+        raise TaskGraphInvalid(f"graph invalid: {'; '.join(problems[:10])}", problems=problems[:20])
+    return nodes
+
+
+def _path_problems(node: dict[str, Any], where: str, check_path: Callable[[str, bool], None]) -> list[str]:
+    """A node's `reads` and `writes`: lists of paths the home's policy allows (a bad list is emptied)."""
+    problems: list[str] = []
+    for key, write in (("reads", False), ("writes", True)):
+        paths = node.get(key, [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            problems.append(f"{where}: {key} must be a list of paths")
+            node[key] = []
+            continue
+        for p in paths:
+            try:
+                check_path(p, write)
+            except AgentError as exc:
+                problems.append(f"{where}: {key} {p!r}: {exc.message}")
+    return problems
+
+
+def _link_problems(nodes: list[dict[str, Any]], *, nodes_valid: bool) -> list[str]:
+    """Dependencies and decision branches between the well-formed nodes; then, only when nothing else
+    is wrong (`nodes_valid`: every node passed its own checks), cycles and template references."""
+    problems: list[str] = []
     ids = {n["id"] for n in nodes}
     for n in nodes:
         for d in n["depends_on"]:
@@ -150,11 +167,11 @@ def validate_graph(data: dict[str, Any], *, skill_exists: Callable[[str], bool],
             for key in ("if_true", "if_false"):
                 if n.get(key) not in ids or n.get(key) == n["id"]:
                     problems.append(f"node {n['id']}: {key} {n.get(key)!r} is not another node's id")
-    if not problems:
+    if not problems and nodes_valid:
         cycle = _find_cycle(nodes)
         if cycle:
             problems.append(f"cycle: {' -> '.join(cycle)}")
-    if not problems:
+    if not problems and nodes_valid:
         for n in nodes:
             refs = TEMPLATE_RE.findall(str(n.get("prompt_template") or "")) + TEMPLATE_RE.findall(
                 str(n.get("condition") or ""))
@@ -163,9 +180,7 @@ def validate_graph(data: dict[str, Any], *, skill_exists: Callable[[str], bool],
                 if r not in before:
                     problems.append(f"node {n['id']}: {{node_{r}_result}} names a node that does not run before it "
                                     "(add it to depends_on)")
-    if problems:
-        raise TaskGraphInvalid(f"graph invalid: {'; '.join(problems[:10])}", problems=problems[:20])
-    return nodes
+    return problems
 
 
 def _action_problems(node: dict[str, Any], where: str, skill_exists: Callable[[str], bool]) -> list[str]:
