@@ -16,7 +16,6 @@ The harness, not the model, controls the loop (seed 002):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +32,7 @@ from agent.answering.answer_spec import (
 from agent.answering.interpret import ToolRound, interpret, plans_module
 from agent.answering.invalid import InvalidAnswer, StartOver
 from agent.answering.sameness import looping, same_error_key, same_text
+from agent.answering.strategies import applied, enabled
 from agent.errors import (
     AgentError,
     ForbiddenSpecEdit,
@@ -157,7 +157,7 @@ class _Loop:
 
         A repair message naming the unknown global is not enough: a small model may send the same
         plan back byte for byte."""
-        if self.form.name != "grammar" or name in self.banned:
+        if self.form.name != "grammar" or name in self.banned or not enabled(self.ctx, "ban_unknown_name"):
             return False
         grammar = grammar_for(self.spec.role, self.banned | {name}, self.spec.anchors)
         if grammar is None:
@@ -165,12 +165,14 @@ class _Loop:
         self.banned |= {name}
         self.form = replace(self.form, grammar=grammar)
         self.ctx.audit.record("plan_name_banned", task_id=self.ctx.cmd.task_id, attempt=attempt, name=name)
+        applied(self.ctx, "ban_unknown_name", attempt=attempt, banned=name)
         return True
 
     def switch_to_json(self, why: str) -> bool:
         """Leave a (free or constrained) Lua plan for the JSON answer with its schema; False if already JSON."""
-        if not self.form.lua:
+        if not self.form.lua or not enabled(self.ctx, "switch_to_json"):
             return False
+        applied(self.ctx, "switch_to_json", reason=why)
         caps = capabilities_of(self.ctx.model)
         self.form = with_json_grammar(json_form(why, schema=getattr(caps, "json_schema", None) is not False),
                                       self.ctx.model, self.spec.role, self.spec.anchors)
@@ -182,8 +184,9 @@ class _Loop:
     def narrow(self, why: str, rejected: str) -> str | None:
         """Switch the JSON answer to the role's stricter form; its note, or None when there is none left."""
         narrowing = self.spec.narrow
-        if narrowing is None or self.narrowed is not None or self.form.lua:
+        if narrowing is None or self.narrowed is not None or self.form.lua or not enabled(self.ctx, "narrow_form"):
             return None
+        applied(self.ctx, "narrow_form", reason=why)
         self.narrowed = narrowing.schema
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
                               schema=self.form.schema, grammar=False, narrowed=True,
@@ -309,11 +312,12 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
     repeated = same_text(text) in loop.rejected
     same_error = same_error_key(exc.message) in loop.errors
     if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
-        early = _salvage(ctx, spec, loop, attempt, spec.salvage_early)
+        early = _salvage(ctx, spec, loop, attempt, early=True)
         if early is not None:
             return early
-    if (repeated or same_error) and loop.temperature is None:
+    if (repeated or same_error) and loop.temperature is None and enabled(ctx, "wider_temperature"):
         loop.temperature = _WIDER_TEMPERATURE
+        applied(ctx, "wider_temperature", attempt=attempt)
         ctx.audit.record("answer_temperature", task_id=ctx.cmd.task_id, attempt=attempt,
                          temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
     loop.rejected.append(same_text(text))
@@ -407,7 +411,7 @@ def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> b
     not a grammar-held plan, the command's cuts are used up (as many as attempts), or the plan
     cannot be cut (agent/plans/loop_cut.py). A rest that loops itself (a model may repeat a line of
     its own there too) is cut again, within the same count."""
-    if loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs:
+    if loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs or not enabled(ctx, "cut_plan_at_loop"):
         return False
     cut = cut_loop(text)
     if cut is None:
@@ -415,16 +419,17 @@ def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> b
     loop.resume = cut
     loop.cuts += 1
     ctx.audit.record("plan_loop_cut", task_id=ctx.cmd.task_id, attempt=attempt, line=cut.line, closer=cut.closer)
+    applied(ctx, "cut_plan_at_loop", attempt=attempt)
     ctx.log("info", "plan: the model's plan began to repeat itself; cut it there and asked for the rest",
             line=cut.line)
     return True
 
 
-def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
-             salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> Answer | None:
+def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int, early: bool = False) -> Answer | None:
     """The last schema-valid answer without what failed the role's rules, if that is valid."""
-    salvage = salvage or spec.salvage
-    if salvage is None or loop.candidate is None:
+    name = "salvage_early" if early else "salvage"
+    salvage = spec.salvage_early if early else spec.salvage
+    if salvage is None or loop.candidate is None or not enabled(ctx, name):
         return None
     data = salvage(loop.candidate.data)
     if data is None:
@@ -435,6 +440,7 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int,
     except _REPAIRABLE as exc:
         ctx.audit.record("answer_salvage_failed", task_id=ctx.cmd.task_id, code=exc.code, error=exc.message)
         return None
+    applied(ctx, name, attempt=attempt)
     ctx.log("info", "answer validated", via=loop.candidate.via, attempts=attempt, salvaged=True)
     return Answer(data, loop.candidate.via, attempt, plan=loop.candidate.plan, form=loop.form.name, salvaged=True)
 

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from agent.answering.answer_spec import Answer, AnswerSpec, extract_json, validate
+from agent.answering.strategies import applied, enabled
 from agent.errors import AgentError, PlanError, PlanInvalid
 from agent.models.base import ModelRequest
 from agent.plans.tools import plan_tools_for
@@ -37,8 +38,8 @@ def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
     from agent.plans.lint import syntax_check
     from agent.plans.unclosed import close_swallowed_string, has_unclosed_bracket
 
-    if not has_unclosed_bracket(source):  # the usual case: no second compile of the plan
-        return source
+    if not has_unclosed_bracket(source) or not enabled(ctx, "close_swallowed_string"):
+        return source  # the usual case: no second compile of the plan
     try:
         syntax_check(source)
         return source
@@ -48,6 +49,7 @@ def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
         return source
     repaired, line = closed
     ctx.audit.record("plan_string_closed", task_id=ctx.cmd.task_id, line=line)
+    applied(ctx, "close_swallowed_string", line=line)
     ctx.log("warn", "plan: a long string ran on into the plan's own code; closed it where the code resumes",
             line=line)
     return repaired

@@ -1,4 +1,4 @@
-"""Command line: `luallm-agent stdio | replay | demo | plan | tools | schemas`.
+"""Command line: `luallm-agent stdio | replay | demo | plan | tools | schemas | repairs`.
 
 One module per subcommand (`agent/cli/<name>.py`, each with `add_parser`); the agent flags they
 share are declared once, in `agent/cli/options.py` (`add_agent_options`).
@@ -12,7 +12,7 @@ import os
 import sys
 
 from agent import __version__
-from agent.cli import demo, replay, schemas, stdio
+from agent.cli import demo, repairs, replay, schemas, stdio
 from agent.cli.options import SettingsError
 from agent.cli.parsing import EXIT_USAGE, HelpFormatter, Parser
 
@@ -42,6 +42,7 @@ def build_parser(only_stdio: bool = False) -> argparse.ArgumentParser:
     replay.add_parser(sub)
     demo.add_parser(sub)
     schemas.add_parser(sub)
+    repairs.add_parser(sub)
     from agent.skills.cli import add_parser as add_skills_parser
 
     add_skills_parser(sub)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from agent.answering.strategies import STRATEGIES, unknown_names
 from agent.cli.parsing import float_in, int_in
 
 __all__ = ["SettingsError", "add_agent_options", "settings_from", "env", "startup_warnings",
@@ -85,6 +86,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                         "(the command's deadline ends them sooner)")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
                    help="builder: times the model is shown failing tests and asked to fix them (0: off)")
+    g.add_argument("--disable-repair", action="append", default=[], metavar="NAME",
+                   help="switch off one named repair or fallback (repeatable; `luallm-agent repairs` lists them; "
+                        "also LUALLM_AGENT_DISABLE_REPAIRS=a,b)")
     g.add_argument("--max-tokens", type=int_in(1, 10_000_000), default=None,
                    metavar="N",
                    help="max_tokens for every model request (default: per role, builder 3072, others 1024)")
@@ -128,6 +132,9 @@ def agent_option_argv(args: argparse.Namespace) -> list[str]:
         if value is None or value == action.default:
             continue
         flag = action.option_strings[0]
+        if isinstance(value, list):  # a repeatable option (action="append")
+            argv += [a for v in value for a in (flag, str(v))]
+            continue
         argv += [flag] if action.nargs == 0 else [flag, str(value)]  # nargs 0: a switch (store_true)
     return argv
 
@@ -254,13 +261,19 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
     limits = PlanLimits(wall_s=args.plan_wall_s, memory_bytes=args.plan_memory_mb * 1024 * 1024,
                         run_allow=(*PlanLimits().run_allow, *extra_allow),
                         skills_home=args.skills_home or env("LUALLM_AGENT_SKILLS_HOME"))
+    disabled = frozenset([*args.disable_repair,
+                          *(n.strip() for n in (env("LUALLM_AGENT_DISABLE_REPAIRS") or "").split(",") if n.strip())])
+    unknown = unknown_names(disabled)
+    if unknown:
+        raise SettingsError(f"--disable-repair: no repair named {', '.join(unknown)}; the names: "
+                            f"{', '.join(STRATEGIES)}")
     roles = RoleSettings(
         test_command=args.test_command or env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or env("LUALLM_AGENT_SPEC_PATH"),
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
         max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
-        test_repairs=args.test_repairs, builder_rounds=args.builder_rounds)
+        test_repairs=args.test_repairs, builder_rounds=args.builder_rounds, disabled_repairs=disabled)
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.answering.answer_spec import strings_in
 from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
+from agent.answering.strategies import applied, enabled
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
@@ -112,15 +113,29 @@ def _missing(ctx: CommandContext) -> str:
                     + ", which the task asks for: add it." for d in new_definitions_named(ctx))
 
 
+def _gap(ctx: CommandContext) -> str:
+    """Once the tests pass (or no tests run): what the task still asks for, as one more round's request."""
+    if not enabled(ctx, "missing_definition_round"):
+        return ""
+    gap = _missing(ctx)
+    if gap:
+        applied(ctx, "missing_definition_round", missing=gap[:200])
+    return gap
+
+
 def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
     """Why a reply that changes nothing is no answer, and whether the task names a function to ask for alone."""
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
+    if not enabled(ctx, "ask_definition_alone"):
+        return why, False
     missing = _missing(ctx)  # a definition to add comes before the code the goal also names
     if missing:
+        applied(ctx, "ask_definition_alone", missing=missing[:200])
         return f"{why}. {missing}", True
     named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
     if not named:
         return why, False
+    applied(ctx, "ask_definition_alone", shown=len(named))
     shown = "".join(f"\n```\n{d}\n```" for d in named)
     return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for the "
             "values in the task; where that differs from what the task says, change it"), True
@@ -206,7 +221,7 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
 
 def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """When the best state still fails: the code as it was, if its tests do better (True: withdrawn)."""
-    if best.get("status") != "fail" or not files.changed():
+    if best.get("status") != "fail" or not files.changed() or not enabled(ctx, "withdraw_worse_change"):
         return best, False
     kept = files.best
     files.best = dict(files.before)
@@ -215,6 +230,7 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     if rank(original) > rank(best):
         ctx.log("warn", "the tests do better on the code as it was: the change was withdrawn",
                 files=sorted(files.before)[:10])
+        applied(ctx, "withdraw_worse_change", passed=original.get("passed"), failed=original.get("failed"))
         return original, True
     files.best = kept
     files.roll_back()
@@ -250,7 +266,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         summary = words
         if not testing:
             files.keep()
-            entry["gap"] = _missing(ctx)
+            entry["gap"] = _gap(ctx)
             if not entry["gap"]:
                 break
             continue
@@ -264,7 +280,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            entry["gap"] = _missing(ctx) if entry["outcome"] == "kept" else ""
+            entry["gap"] = _gap(ctx) if entry["outcome"] == "kept" else ""
             if not entry["gap"]:
                 break
     if all(e["outcome"] == "unusable" for e in log):

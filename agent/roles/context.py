@@ -41,6 +41,7 @@ class RoleSettings:
     context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
     test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
     builder_rounds: int = 3  # builder, answers as text: write → test → read the failures rounds (builder_rounds.py)
+    disabled_repairs: frozenset[str] = frozenset()  # --disable-repair: names from agent.answering.strategies
 
     @property
     def prefer_plans(self) -> bool:

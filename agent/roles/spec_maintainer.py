@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from agent.answering.strategies import applied, enabled
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import AgentError, ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
@@ -251,6 +252,8 @@ def handle(ctx: CommandContext) -> Outcome:
                                                plan_context={"examples": examples_for_plans(ctx, checked, [])}),
                                "\n".join(parts))
     except InvalidModelResponse as exc:
+        if not enabled(ctx, "spec_changelog_by_agent"):
+            raise
         return _recorded_by_the_agent(ctx, spec, exc)
     data = answer.data
     edits = data.get("section_edits") or []
@@ -292,8 +295,7 @@ def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: InvalidMo
         new_text = apply_section_edits(text, [{"section": "Changelog", "content": (body + "\n" + entry).strip("\n")}])
         ctx.write(spec, new_text, policy=ctx.policy.allowing(ctx.workspace.normalize(spec)))
         edited = ["Changelog"]
-    ctx.audit.record("repair_applied", task_id=ctx.cmd.task_id, name="spec_changelog_by_agent",
-                     reason=exc.message[:300])
+    applied(ctx, "spec_changelog_by_agent", reason=exc.message[:300])
     status = "updated" if edited else "no_changes_needed"
     summary = f"Changelog entry recorded by the agent; the model gave no usable answer ({exc.message[:200]})"
     notes = {"task_id": ctx.cmd.task_id, "status": status, "summary": summary, "required_changes": [],

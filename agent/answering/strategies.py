@@ -1,0 +1,77 @@
+"""The repairs and fallbacks the agent may apply to a model's answer: one registry, each by name.
+
+Every strategy that changes what the model is asked, or what the agent takes from a reply, is
+listed here with what it does. When one fires it is audited (`repair_applied`, with its name), and
+each can be switched off by name (`--disable-repair NAME`, repeatable, or `disable_repairs` in the
+config), so its worth can be measured: run the benchmark with it off and compare
+(`python3 bench/bench_lorch.py --agent-arg=--disable-repair=NAME`). `luallm-agent repairs --json`
+lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.roles.context import CommandContext
+
+__all__ = ["Strategy", "STRATEGIES", "enabled", "applied", "unknown_names"]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    where: str      # the module that applies it
+    does: str       # what it changes, in a sentence
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
+    Strategy("wider_temperature", "agent/answers.py",
+             "after the same rejected answer or the same error twice, the next request samples at a higher "
+             "temperature"),
+    Strategy("switch_to_json", "agent/answers.py",
+             "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
+             "again as the JSON answer with its schema"),
+    Strategy("narrow_form", "agent/answers.py",
+             "after the same error twice or an answer in the wrong frame, the JSON answer is asked for in the "
+             "role's stricter form (e.g. the builder's whole files only)"),
+    Strategy("salvage", "agent/answers.py",
+             "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
+             "role's rules"),
+    Strategy("salvage_early", "agent/answers.py",
+             "the same salvage as soon as the same error comes twice, for answers whose failing part the task "
+             "can do without"),
+    Strategy("cut_plan_at_loop", "agent/answers.py",
+             "a grammar-held plan that began to repeat itself is cut there and the model is asked for the rest"),
+    Strategy("ban_unknown_name", "agent/answers.py",
+             "a grammar-held plan that used an undefined global is held to a grammar without that name"),
+    Strategy("close_swallowed_string", "agent/answering/interpret.py",
+             "a plan whose long string ran on into its own code has the string closed where the code resumes"),
+    Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
+             "a builder reply that changed nothing is shown the function the task names and asked for it alone "
+             "(merged into its file)"),
+    Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
+             "once the tests pass, a definition the task names and its file lacks costs one more round"),
+    Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",
+             "when the best round still fails the tests and the code as it was does better, the change is "
+             "withdrawn"),
+    Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
+             "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
+)}
+
+
+def unknown_names(names: list[str] | tuple[str, ...] | frozenset[str]) -> list[str]:
+    """The names that are no strategy (for a clear usage error)."""
+    return sorted(n for n in names if n not in STRATEGIES)
+
+
+def enabled(ctx: CommandContext, name: str) -> bool:
+    assert name in STRATEGIES, name
+    return name not in ctx.settings.disabled_repairs
+
+
+def applied(ctx: CommandContext, name: str, **fields: Any) -> None:
+    """Audit that `name` changed the course of this command."""
+    assert name in STRATEGIES, name
+    ctx.audit.record("repair_applied", task_id=ctx.cmd.task_id, name=name, **fields)
