@@ -1,6 +1,6 @@
 """Sizes a reader can hold in mind: no function over 80 lines, no module over 500.
 
-The modules still over the bound are listed with their size today: they may only shrink, and a
+The modules still over the bound (three) are listed with their size today: they may only shrink, and a
 module that joins them fails the test.
 """
 
@@ -12,8 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 500
-STILL_OVER = {"agent/supervised/machine.py": 642, "agent/workspace.py": 614, "agent/plans/grammar.py": 594,
-              "agent/plans/tools.py": 592}
+STILL_OVER = {"agent/supervised/machine.py": 642, "agent/workspace.py": 614, "agent/plans/grammar.py": 594}
 
 
 def _sources() -> list[Path]:
