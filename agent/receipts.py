@@ -60,8 +60,15 @@ class ReceiptStore:
 
     def __init__(self, workspace: Workspace, key: ReceiptKey | None = None) -> None:
         self.ws = workspace
-        self.key = key or load_key(workspace.root)
+        self._key = key
         self.rejected: list[str] = []  # receipts that failed the check, for the caller to report
+
+    @property
+    def key(self) -> ReceiptKey:
+        """Read on first use: a store made only to count rounds (`completed`) never touches the key file."""
+        if self._key is None:
+            self._key = load_key(self.ws.root)
+        return self._key
 
     def _task_dir(self, task_id: str) -> str:
         return f"receipts/{sanitize_id(task_id)}"
