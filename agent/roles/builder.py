@@ -13,8 +13,6 @@ import re
 from dataclasses import replace
 from typing import Any
 
-import orjson
-
 from agent.answers import (
     Answer,
     AnswerSpec,
@@ -50,7 +48,7 @@ from agent.roles.prompting import (
     report_cuts,
     small_project_files,
 )
-from agent.roles.task_files import builder_files, find_spec
+from agent.roles.task_files import builder_files, find_spec, load_json
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import test_workspace
 from agent.workspace import sanitize_id
@@ -73,7 +71,7 @@ def feedback_files(task_id: str) -> list[str]:
 
 def _cited_paths(ctx: CommandContext, rel: str) -> list[str]:
     """Paths a feedback file points at: review findings' paths (the files under review)."""
-    data = _load_json(ctx, rel)
+    data = load_json(ctx, rel)
     findings = data.get("findings") if isinstance(data, dict) else None
     return [f["path"] for f in findings or [] if isinstance(f, dict) and isinstance(f.get("path"), str)]
 
@@ -87,7 +85,7 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
     if cmd.action == "implement_changes":
         for rel in feedback_files(cmd.task_id):
             named += _cited_paths(ctx, rel)
-            named += paths_named_in(list(strings_in(_load_json(ctx, rel))), listing)
+            named += paths_named_in(list(strings_in(load_json(ctx, rel))), listing)
         named += builder_files(ctx)
     seen: list[str] = []
     for rel in named:
@@ -96,13 +94,6 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
                 and read_project_text(ctx, rel, max_bytes=1) is not None:
             seen.append(rel)
     return seen
-
-
-def _load_json(ctx: CommandContext, rel: str) -> Any:
-    try:
-        return orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=1024 * 1024))
-    except (AgentError, OSError, orjson.JSONDecodeError):  # missing or not JSON: nothing to cite
-        return None
 
 
 def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:

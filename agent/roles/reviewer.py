@@ -32,7 +32,13 @@ from agent.roles.prompting import (
     report_cuts,
     small_project_files,
 )
-from agent.roles.task_files import builder_files, examples_for_plans, restatable_text, restates_goal
+from agent.roles.task_files import (
+    builder_files,
+    examples_for_plans,
+    load_json,
+    restatable_text,
+    restates_goal,
+)
 from agent.roles.testrun import test_workspace, tests_section
 from agent.workspace import AGENT_DIR, sanitize_id
 
@@ -50,15 +56,8 @@ def _snapshot_file(task_id: str) -> str:
     return f"{AGENT_DIR}/reviewed/{sanitize_id(task_id)}.json"
 
 
-def _load(ctx: CommandContext, rel: str) -> Any:
-    try:
-        return orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=4 * 1024 * 1024))
-    except (AgentError, OSError, orjson.JSONDecodeError):
-        return None
-
-
 def _previous_findings(ctx: CommandContext) -> list[dict[str, Any]]:
-    data = _load(ctx, _review_file(ctx.cmd.task_id))
+    data = load_json(ctx, _review_file(ctx.cmd.task_id))
     findings = data.get("findings") if isinstance(data, dict) else None
     return [f for f in findings or [] if isinstance(f, dict) and isinstance(f.get("path"), str)]
 
@@ -97,7 +96,7 @@ def _since_last_review(ctx: CommandContext, budget: PromptBuilder, files: list[s
     previous = quote_feedback(ctx, budget, [rel])
     if not previous:
         return None
-    snap = _load(ctx, _snapshot_file(ctx.cmd.task_id))
+    snap = load_json(ctx, _snapshot_file(ctx.cmd.task_id))
     saved = snap.get("files") if isinstance(snap, dict) else None
     before: dict[str, str] = {str(k): v for k, v in saved.items() if isinstance(v, str)} \
         if isinstance(saved, dict) else {}

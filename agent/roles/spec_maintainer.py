@@ -14,7 +14,7 @@ import orjson
 from agent.answering.strategies import applied, enabled
 from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
-from agent.errors import AgentError, ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
+from agent.errors import ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome
@@ -25,6 +25,7 @@ from agent.roles.task_files import (
     builder_files,
     examples_for_plans,
     find_spec,
+    load_json,
     restatable_text,
     restates_goal,
 )
@@ -284,7 +285,8 @@ def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: InvalidMo
     the review's verdict) in the Changelog itself. The spec's bookkeeping sections are all this role
     may touch, and a run whose code was built and reviewed should not end over how a note is phrased."""
     safe = sanitize_id(ctx.cmd.task_id)
-    verdict = str(_load_json(ctx, f"reviews/{safe}.json").get("status") or "not recorded")
+    review = load_json(ctx, f"reviews/{safe}.json")
+    verdict = str((review if isinstance(review, dict) else {}).get("status") or "not recorded")
     files = builder_files(ctx)
     entry = (f"- {ctx.cmd.task_id}: files written by the builder: {', '.join(files) if files else 'none recorded'}; "
              f"review {verdict}. (Recorded by the agent: the model gave no usable spec answer.)")
@@ -305,14 +307,6 @@ def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: InvalidMo
                                     "answer_via": "agent", "answer_form": "none"})
 
 
-def _load_json(ctx: CommandContext, rel: str) -> dict[str, Any]:
-    try:
-        data = orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=4 * 1024 * 1024))
-    except (AgentError, OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _section_body(text: str, name: str) -> str:
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if (m := _HEADING.match(ln)) and len(m.group(1)) == 2
@@ -325,5 +319,6 @@ def _section_body(text: str, name: str) -> str:
 
 
 def _previous_changes(ctx: CommandContext) -> list[str]:
-    changes = _load_json(ctx, f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json").get("required_changes")
+    notes = load_json(ctx, f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json")
+    changes = notes.get("required_changes") if isinstance(notes, dict) else None
     return [str(c) for c in changes or []]

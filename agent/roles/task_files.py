@@ -20,7 +20,8 @@ from agent.roles.goal_examples import said
 from agent.roles.prompting import read_project_text, system_prompt
 from agent.workspace import sanitize_id
 
-__all__ = ["SPEC_SEARCH", "builder_files", "find_spec", "restates_goal", "restatable_text", "examples_for_plans"]
+__all__ = ["SPEC_SEARCH", "builder_files", "find_spec", "restates_goal", "restatable_text", "examples_for_plans",
+           "load_json"]
 
 SPEC_SEARCH = ("MASTER-SPEC.md", "SPEC.md", "spec.md", "specs/MASTER-SPEC.md", "specs/SPEC.md",
                "docs/MASTER-SPEC.md", "docs/SPEC.md")
@@ -99,3 +100,11 @@ def examples_for_plans(ctx: CommandContext, checked: list[dict[str, Any]], to_re
     return [{"call": r["call"], "held": bool(r["held"]), "got": str(r.get("got", "")),
              "expected": said(r["expected"]), "path": _example_path(ctx, r, to_read),
              **({"line": r["line"]} if isinstance(r.get("line"), int) else {})} for r in checked]
+
+
+def load_json(ctx: CommandContext, rel: str) -> Any:
+    """A JSON record of the workspace (a review, spec notes), or None when missing or unreadable."""
+    try:
+        return orjson.loads(ctx.workspace.read_bytes(rel, max_bytes=4 * 1024 * 1024))
+    except (AgentError, OSError, orjson.JSONDecodeError):
+        return None
