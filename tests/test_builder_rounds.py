@@ -180,3 +180,15 @@ def test_a_no_change_reply_to_a_goal_naming_a_new_function_is_asked_for_that_fun
     assert "calc.py does not define sub(a, b), which the task asks for: add it." in second
     assert "Answer with the function you change, alone" in second
     assert "def sub(a, b):" in (tmp_path / "calc.py").read_text() and "def mul" in (tmp_path / "calc.py").read_text()
+
+
+def test_the_projects_tests_are_shown_apart_from_the_files_to_change_even_when_the_goal_names_them(
+        tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [RIGHT], rounds=1)
+    ctx.cmd.inputs["goal"] = "Make add and mul in calc.py right: `python3 -m unittest test_calc` passes."
+    builder.handle(ctx)
+    prompt = model.requests[0].messages[-1]["content"]
+    tests_part = prompt.split("## The project's tests (your code must pass them; never give them back)\n")[1]
+    to_change = prompt.split("## Files to change (current content)\n")[1].split("\n## ")[0]
+    assert "### test_calc.py" in tests_part.split("## Files to change")[0]
+    assert "### calc.py" in to_change and "test_calc.py" not in to_change

@@ -33,6 +33,7 @@ from agent.roles.changes import (
     PROSE_SUFFIXES,
     FileWrite,
     check_change_entries,
+    is_test_path,
     named_definitions,
     planned_writes,
     unchanged_code,
@@ -110,13 +111,22 @@ def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] |
         parts.append(quote_json("Inputs", cmd.inputs))
     if spec:
         parts.append("## Spec\n" + quote_files(ctx, budget, [spec]))
-    small = small_project_files(ctx, listing, {*must, *([spec] if spec else [])})
+    # Existing tests are shown apart: under "files to change" a small model gives them back whole,
+    # thousands of tokens the agent must refuse anyway (a project's tests stay as they are).
+    tests = [p for p in must if is_test_path(p) and p in listing and p not in (also or [])]
+    must = [p for p in must if p not in tests]
+    small = small_project_files(ctx, listing, {*must, *tests, *([spec] if spec else [])})
+    tests += [p for p in small if is_test_path(p)]
+    small = [p for p in small if p not in tests]
     if small:
         parts.append("## Other project files (for reference: give one back only if you change it)\n"
                      + quote_files(ctx, budget, small))
     if cmd.action == "implement_changes":
         parts.append("## Feedback to address\n" + (quote_feedback(ctx, budget, feedback_files(cmd.task_id))
                                                    or "(no review or spec notes found)"))
+    if tests:
+        parts.append("## The project's tests (your code must pass them; never give them back)\n"
+                     + quote_files(ctx, budget, tests))
     parts.append("## Files to change (current content)\n" + (quote_files(ctx, budget, must)
                                                              or "(none of the named files exist yet)"))
     new_files = new_paths_named(list(strings_in(cmd.inputs)), listing)
