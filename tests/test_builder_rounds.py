@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,26 @@ def test_the_projects_tests_are_shown_apart_from_the_files_to_change_even_when_t
     to_change = prompt.split("## Files to change (current content)\n")[1].split("\n## ")[0]
     assert "### test_calc.py" in tests_part.split("## Files to change")[0]
     assert "### calc.py" in to_change and "test_calc.py" not in to_change
+
+
+def test_a_reply_still_being_written_when_the_rounds_time_runs_out_keeps_its_whole_files(tmp_path: Path) -> None:
+    # The model gives calc.py whole, then goes on and on (here: the tests, back): at the command's
+    # deadline less the time kept for testing, the reply is cut and calc.py is written and tested.
+    from fake_openai import FakeOpenAI, Stream
+
+    from agent.models.openai_http import OpenAIChatModel
+
+    endless = [RIGHT, "\ntest_calc.py\n```python\n", "import unittest\n", "class T(unittest.TestCase):\n"]
+    fake = FakeOpenAI([Stream(endless, every_s=0.3, forever=True, repeat_from=2)])
+    with fake.running():
+        ctx, _ = _ctx(tmp_path, [], rounds=1)
+        ctx.model = OpenAIChatModel(fake.base_url, "m", timeout_s=5, stall_s=5, audit=ctx.audit)
+        ctx.deadline = time.time() + 19  # 15 s kept for writing and testing: the reply is cut after ~4 s
+        started = time.monotonic()
+        out = builder.handle(ctx)
+        took = time.monotonic() - started
+    assert out.payload["tests"]["status"] == "pass" and "return a * b" in (tmp_path / "calc.py").read_text()
+    assert (tmp_path / "test_calc.py").read_text() == TESTS
+    assert 3 <= took < 12
+    assert [r["name"] for r in _audit(tmp_path, "repair_applied")] == ["keep_cut_reply"]
+    assert _audit(tmp_path, "model_reply_cut")

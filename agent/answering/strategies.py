@@ -51,6 +51,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),
+    Strategy("keep_cut_reply", "agent/roles/builder_rounds.py",
+             "a builder reply still being written when the round's time runs out (the command's deadline less "
+             "the time its tests take) is cut there, and the files it gave whole are used"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",

@@ -42,6 +42,9 @@ class ModelRequest:
 
     `task_type` drives routing (`planning`, `plan_repair`, `review`, `spec`, `intake`, `nested`).
     `deadline` is an absolute `time.time()` instant that no attempt or retry may pass.
+    `answer_by` (absolute, before `deadline`): a streamed reply still being written then is cut and
+    returned as far as it came, with `finish_reason="time"`, so the caller can use what is complete
+    (a builder round keeps time to test what it got). Nothing streamed by then is a timeout.
     `max_tokens=None` means the role's default (`agent.models.limits.default_max_tokens`).
     `response_schema` is sent as `response_format: {type: json_schema}`; `grammar` (GBNF text) as
     llama.cpp's top-level `grammar`. With both, the grammar is sent (llama.cpp cannot apply both) and
@@ -58,6 +61,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float = 0.2
     grammar: str | None = None
+    answer_by: float | None = None
 
     def digest(self) -> str:
         return request_digest(self.messages)

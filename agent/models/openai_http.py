@@ -251,7 +251,9 @@ class OpenAIChatModel:
         # httpx's read timeout is only the backstop (and bounds the wait for headers); the watchdog
         # applies the real limits once the body flows.
         read = max(self.timeout_s, self.stall_s) if left is None else min(max(self.timeout_s, self.stall_s), left)
-        watchdog = StreamWatchdog(first_byte_s=self.timeout_s, stall_s=self.stall_s, seconds_left=left)
+        answer_in = None if request.answer_by is None else max(0.0, request.answer_by - self._clock())
+        watchdog = StreamWatchdog(first_byte_s=self.timeout_s, stall_s=self.stall_s, seconds_left=left,
+                                  answer_in=answer_in)
         stream = ChatStream()
         try:
             http_request = self._client.build_request(
@@ -275,6 +277,8 @@ class OpenAIChatModel:
                 watchdog.finish()
                 response.close()
         except _Expired as exc:
+            if exc.why == "answer_by" and stream.text.strip():
+                return _Exchange(200, httpx.Headers(), reply=self._cut_reply(request, stream, watchdog))
             raise self._timeout(exc.why, watchdog, stream) from None
         except httpx.TimeoutException as exc:
             raise self._timeout(_timeout_kind(exc, watchdog), watchdog, stream) from None
@@ -283,6 +287,8 @@ class OpenAIChatModel:
                              f"{self._scrub(str(exc)) or 'connection failed'}",
                              reason="connect_error", model=self.model, provider=self.provider) from None
         except httpx.TransportError as exc:
+            if watchdog.fired == "answer_by" and stream.text.strip():
+                return _Exchange(200, httpx.Headers(), reply=self._cut_reply(request, stream, watchdog))
             if watchdog.fired:  # we cut the connection ourselves
                 raise self._timeout(watchdog.fired, watchdog, stream) from None
             raise ModelError(f"transport error talking to model {self.model!r} at {self.url}: "
@@ -364,6 +370,12 @@ class OpenAIChatModel:
         return ModelReply(text=stream.text, model=stream.model or self.model, provider=self.provider, usage=usage,
                           finish_reason=stream.finish_reason)
 
+    def _cut_reply(self, request: ModelRequest, stream: ChatStream, watchdog: StreamWatchdog) -> ModelReply:
+        """The reply as far as it came when `request.answer_by` passed (finish_reason "time")."""
+        self._audit("model_reply_cut", chars=stream.chars, reason="answer_by")
+        stream.finish_reason = "time"
+        return self._stream_reply(request, stream, watchdog)
+
     def _timeout(self, why: str, watchdog: StreamWatchdog, stream: ChatStream) -> ModelTimeout:
         details: dict[str, Any] = {"timeout_kind": why, "model": self.model, "provider": self.provider,
                                    "partial_chars": stream.chars}
@@ -377,6 +389,8 @@ class OpenAIChatModel:
             details["stall_s"] = self.stall_s
         elif why == "deadline":
             message = f"{where} was still answering when the deadline passed ({stream.chars} characters so far)"
+        elif why == "answer_by":
+            message = f"{where} sent no text before the time this answer had to be in by"
         else:
             message = f"{where}: {why} timeout after {self.timeout_s:g}s"
             details["timeout_s"] = self.timeout_s

@@ -5,7 +5,9 @@ httpx bounds each socket read with one fixed timeout, which cannot tell "still g
 
 * `first_byte`: no body byte within `first_byte_s` of the request start;
 * `stall`: bytes flowed, then none for `stall_s`;
-* `deadline`: the command deadline passed, however lively the stream.
+* `deadline`: the command deadline passed, however lively the stream;
+* `answer_by`: the caller's own earlier limit passed (it keeps the reply so far, see
+  `ModelRequest.answer_by`).
 
 A daemon thread sleeps until the nearest limit; when one passes it records why (`fired`) and shuts
 the socket down, which wakes the blocked read at once. The reader also calls `expired()` after every
@@ -25,12 +27,13 @@ __all__ = ["StreamWatchdog"]
 
 class StreamWatchdog:
     def __init__(self, *, first_byte_s: float, stall_s: float, seconds_left: float | None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, answer_in: float | None = None) -> None:
         self._now = monotonic
         self.started = monotonic()
         self.first_byte_s = first_byte_s
         self.stall_s = stall_s
         self._deadline = None if seconds_left is None else self.started + seconds_left
+        self._answer_by = None if answer_in is None else self.started + answer_in
         self._last: float | None = None  # when the last bytes arrived
         self.first_byte_at: float | None = None
         self.fired: str | None = None
@@ -80,7 +83,9 @@ class StreamWatchdog:
         if self._last is not None:
             limit, why = max(limit, self._last + self.stall_s), "stall"
         if self._deadline is not None and self._deadline <= limit:
-            return self._deadline, "deadline"
+            limit, why = self._deadline, "deadline"
+        if self._answer_by is not None and self._answer_by < limit:
+            return self._answer_by, "answer_by"
         return limit, why
 
     def _run(self) -> None:

@@ -37,6 +37,7 @@ _TAIL = 2000
 _ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
+_RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
 
@@ -193,18 +194,31 @@ def _feedback(last: dict[str, Any]) -> str:
             f"```\n{tail}\n```\nFind the cause of each failure and fix the code (not the tests).\n")
 
 
-def _ask(ctx: CommandContext, user: str, temperature: float) -> str:
+def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
+    """When a round's reply is cut so that what it gave can still be written and tested in time."""
+    if not enabled(ctx, "keep_cut_reply"):
+        return None
+    reserve = min(ctx.settings.test_timeout_s, _RESERVE_S + 2 * test_s) if ctx.settings.test_command else 5.0
+    return ctx.deadline - reserve
+
+
+def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float) -> str:
     request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
-                           max_tokens=ctx.settings.max_tokens)
-    return ctx.require_model().complete(request).text
+                           max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s))
+    reply = ctx.require_model().complete(request)
+    if reply.finish_reason == "time":
+        ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
+                        "files it gave whole are used", chars=len(reply.text))
+        applied(ctx, "keep_cut_reply", chars=len(reply.text))
+    return reply.text
 
 
-def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float, must_act: bool
-               ) -> tuple[dict[str, Any], str]:
+def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float, must_act: bool,
+               test_s: float = 0.0) -> tuple[dict[str, Any], str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
     try:
-        reply = _ask(ctx, user, temperature)
+        reply = _ask(ctx, user, temperature, test_s)
     except ShuttingDown:
         raise
     except AgentError as exc:
@@ -248,6 +262,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
     log: list[dict[str, Any]] = []
     summary = ""
+    test_s = 0.0  # the longest test run so far: the time a cut reply must leave
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
@@ -259,7 +274,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         stuck = bool(log) and log[-1]["outcome"] == "unusable"  # then vary the next reply
-        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act)
+        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act, test_s)
         log.append(entry)
         if entry["outcome"] == "unusable":
             continue
@@ -271,6 +286,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
                 break
             continue
         tests = entry["tests"] = test_workspace(ctx)
+        test_s = max(test_s, float(tests.get("duration_s") or 0.0))
         if best["status"] == "not_run" or rank(tests) >= rank(best):
             best, entry["outcome"] = tests, "kept"
             files.keep()

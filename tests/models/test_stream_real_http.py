@@ -79,6 +79,22 @@ def test_a_deadline_reached_mid_stream_is_a_model_timeout() -> None:
     assert 0.9 <= took < 2.0
 
 
+def test_a_reply_still_streaming_at_answer_by_comes_back_as_far_as_it_came() -> None:
+    fake = FakeOpenAI([Stream(["x"], every_s=0.05, forever=True), Stream(["y"], first_delay_s=30)])
+    with fake.running():
+        started = time.monotonic()
+        reply = client(fake, timeout_s=5, stall_s=5).complete(req(deadline=time.time() + 30,
+                                                                  answer_by=time.time() + 1.0))
+        took = time.monotonic() - started
+        assert reply.finish_reason == "time" and len(reply.text) > 5 and set(reply.text) == {"x"}
+        assert 0.9 <= took < 2.0
+        # nothing streamed by then is no reply: a timeout, as at the deadline
+        with pytest.raises(ModelTimeout) as err:
+            client(fake, timeout_s=5, stall_s=5).complete(req(deadline=time.time() + 30,
+                                                              answer_by=time.time() + 0.5))
+    assert err.value.details["timeout_kind"] == "answer_by" and "sent no text" in err.value.message
+
+
 def test_nothing_at_all_within_the_first_byte_window() -> None:
     fake = FakeOpenAI([Stream(["late"], first_delay_s=30)])
     with fake.running():
