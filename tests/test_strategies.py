@@ -56,3 +56,27 @@ def test_the_spec_maintainers_own_entry_can_be_switched_off(spawn, workspace: Pa
                 replies=[cut_off] * 3).run(make_command("update_spec"))
     assert events(got, "error")[-1]["payload"]["code"] == "invalid_model_response"
     assert (workspace / "SPEC.md").read_text() == "# Spec\n\n## Changelog\n- 0.1\n"
+
+
+def _config(tmp_path: Path, names: list[str]) -> str:
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps({"providers": {"local": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+                                "disable_repairs": names}))
+    return str(path)
+
+
+def test_the_config_file_switches_repairs_off_too(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text("# Spec\n\n## Changelog\n- 0.1\n")
+    cut_off = '{"status": "updated", "summary": "done", "section_edits": [{"section": "Changelog", "content": "- T'
+    got = spawn("spec_maintainer", "--config", _config(tmp_path, ["spec_changelog_by_agent"]),
+                "--keep-serving-on-failure", replies=[cut_off] * 3).run(make_command("update_spec"))
+    assert events(got, "error")[-1]["payload"]["code"] == "invalid_model_response"
+    assert (workspace / "SPEC.md").read_text() == "# Spec\n\n## Changelog\n- 0.1\n"
+
+
+def test_an_unknown_name_in_the_config_is_refused_at_start_naming_the_file(tmp_path: Path) -> None:
+    config = _config(tmp_path, ["no_such_thing"])
+    proc = subprocess.run([sys.executable, "-m", "agent", "stdio", "--role", "builder", "--workspace", str(tmp_path),
+                           "--config", config], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"disable_repairs in {config}: no repair named no_such_thing" in proc.stderr

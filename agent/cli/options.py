@@ -217,6 +217,25 @@ def startup_warnings(args: argparse.Namespace) -> list[str]:
     return []
 
 
+def _disabled_repairs(args: argparse.Namespace, config_path: str | None) -> frozenset[str]:
+    """The repairs switched off: --disable-repair, LUALLM_AGENT_DISABLE_REPAIRS and the config's `disable_repairs`."""
+    from agent.models.config import ConfigError, load_config
+
+    sources = [("--disable-repair", list(args.disable_repair)),
+               ("LUALLM_AGENT_DISABLE_REPAIRS",
+                [n.strip() for n in (env("LUALLM_AGENT_DISABLE_REPAIRS") or "").split(",") if n.strip()])]
+    if config_path:
+        try:  # a config that does not load is reported where the models are built, as before
+            sources.append((f"disable_repairs in {config_path}", list(load_config(config_path).disable_repairs)))
+        except ConfigError:
+            pass
+    for label, names in sources:
+        unknown = unknown_names(frozenset(names))
+        if unknown:
+            raise SettingsError(f"{label}: no repair named {', '.join(unknown)}; the names: {', '.join(STRATEGIES)}")
+    return frozenset(n for _, names in sources for n in names)
+
+
 def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyped-def]
     from agent.models.base import ModelClient, ModelSettings
     from agent.prompt import PromptBudget
@@ -261,12 +280,7 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
     limits = PlanLimits(wall_s=args.plan_wall_s, memory_bytes=args.plan_memory_mb * 1024 * 1024,
                         run_allow=(*PlanLimits().run_allow, *extra_allow),
                         skills_home=args.skills_home or env("LUALLM_AGENT_SKILLS_HOME"))
-    disabled = frozenset([*args.disable_repair,
-                          *(n.strip() for n in (env("LUALLM_AGENT_DISABLE_REPAIRS") or "").split(",") if n.strip())])
-    unknown = unknown_names(disabled)
-    if unknown:
-        raise SettingsError(f"--disable-repair: no repair named {', '.join(unknown)}; the names: "
-                            f"{', '.join(STRATEGIES)}")
+    disabled = _disabled_repairs(args, models.config_path)
     roles = RoleSettings(
         test_command=args.test_command or env("LUALLM_AGENT_TEST_COMMAND"),
         spec_path=args.spec_path or env("LUALLM_AGENT_SPEC_PATH"),

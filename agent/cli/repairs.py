@@ -14,8 +14,8 @@ __all__ = ["add_parser", "cmd_repairs"]
 DESCRIPTION = """\
 List the repairs and fallbacks the agent may apply to a model's answer, by name, with where each
 lives and what it does. Each one is audited as `repair_applied` when it fires, and each can be
-switched off for a run with `--disable-repair NAME` (repeatable) or LUALLM_AGENT_DISABLE_REPAIRS
-(comma-separated), so the benchmark can measure what it is worth."""
+switched off for a run with `--disable-repair NAME` (repeatable), LUALLM_AGENT_DISABLE_REPAIRS
+(comma-separated) or the list `disable_repairs` in the --config file, so the benchmark can measure what it is worth."""
 
 
 def add_parser(sub: Any) -> None:

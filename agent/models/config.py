@@ -11,6 +11,8 @@ Top level
 `luallm`        optional, settings of the luallm CLI (below).
 `retry`         optional, backoff for HTTP calls (below).
 `routing`       optional, which providers serve which requests (below).
+`disable_repairs` optional, names of the agent's repairs to switch off, as `--disable-repair`
+                (`luallm-agent repairs` lists them; an unknown name is refused at start).
 
 Provider, OpenAI-compatible endpoint (chosen when there is no `luallm_model`)
 -----------------------------------------------------------------------------
@@ -336,6 +338,7 @@ class ModelConfig(_Strict):
     luallm: LuallmSettings = Field(default_factory=lambda: LuallmSettings())
     retry: RetrySettings = Field(default_factory=lambda: RetrySettings())
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    disable_repairs: tuple[str, ...] = ()
 
     @field_validator("providers", mode="before")
     @classmethod
