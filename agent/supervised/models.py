@@ -22,6 +22,7 @@ from agent.errors import ModelError, ModelNotConfigured, ModelNotRunning, ModelT
 from agent.models.base import ModelClient, ModelReply, ModelRequest
 from agent.models.luallm import LuallmCLI, start_command
 from agent.models.notes import parse_note
+from agent.models.retry import RetryingModel, RetryPolicy
 from agent.supervised.events import TaskAudit
 from agent.supervised.home import HomeConfig
 
@@ -154,8 +155,23 @@ class ModelPicker:
             raise NoModelAvailable(f"luallm reports no port for {model!r}", tried=[model])
         from agent.models.openai_http import OpenAIChatModel
 
-        return OpenAIChatModel(f"http://127.0.0.1:{port}/v1", model,
+        # The retry policy every other model call has (transient HTTP failures, a silent model once):
+        # a 503 while a model loads is waited out, not taken for a dead model.
+        http = OpenAIChatModel(f"http://127.0.0.1:{port}/v1", model,
                                timeout_s=float(self.config.limit("llm_timeout_seconds")), audit=self.audit)
+        return RetryingModel(http, self._retry_policy(), audit=self.audit)
+
+    def _retry_policy(self) -> RetryPolicy:
+        """The home's `retry` section, else its `llm_backoff_*` limits, as the one transport retry policy."""
+        base = float(self.config.limit("llm_backoff_base_seconds"))
+        cap = float(self.config.limit("llm_backoff_max_seconds"))
+        retry = self.config.raw.get("retry")
+        if not isinstance(retry, dict):
+            return RetryPolicy(base_s=base, cap_s=cap)
+        from agent.models.config import RetrySettings
+
+        settings = RetrySettings.model_validate(retry)  # the home's config was checked against it at load
+        return RetryPolicy(settings.attempts, settings.base_s, settings.cap_s)
 
     def _routing_client(self) -> ModelClient:
         if self._routing is None:

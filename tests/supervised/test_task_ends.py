@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, Raw
 from supervised_support import World, graph
 
 AUTO = {"approvals": {"path_write": "auto", "task_confirmation": "auto"}, "limits": {"llm_backoff_base_seconds": 0}}
@@ -119,6 +119,22 @@ def test_a_model_whose_process_is_gone_is_a_crash_and_the_next_candidate_answers
     assert w.events("model_fallback")[0]["data"]["reason"] == "crashed: luallm reports it stopped, exit code 137"
     # set aside for the whole run: the second call goes straight to m2
     assert [e["data"]["model"] for e in w.events("llm_call")] == ["m1", "m2", "m2"]
+
+
+def test_a_model_that_answers_503_once_is_asked_again_not_given_up(tmp_path: Path) -> None:
+    """Supervised calls share the transport retry policy of every other model call."""
+    g = graph({"id": "1", "action": "llm_call", "depends_on": [], "writes": ["out.md"], "prompt_template": "x"})
+    loading = Raw(503, {"content-type": "application/json"}, b'{"error": {"message": "Loading model"}}')
+    with FakeOpenAI([loading, json.dumps(g), "written by m1\n"], model="m1").running() as m1:
+        w = World(tmp_path, installed=("m1",))
+        w.state.write_text(json.dumps({"installed": ["m1"], "running": {"m1": m1.port}, "notes": {}}))
+        w.init(AUTO)
+        done = w.cli("run", "write out.md")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (w.ws / "out.md").read_text() == "written by m1\n"
+    assert not w.events("model_fallback")
+    attempts = [(e["data"]["attempt"], e["data"]["outcome"]) for e in w.events("model_attempt")]
+    assert attempts[:2] == [(1, "error"), (2, "ok")]
 
 
 def test_reset_ends_the_task_in_both_files(tmp_path: Path) -> None:
