@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from role_context import Caps, FakeModel, FakeModelWithCaps, Recorded, make_context
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.errors import AgentError, InvalidModelResponse, ModelTimeout
 from agent.models.base import ModelReply
 from agent.roles.context import RoleSettings
@@ -125,7 +125,7 @@ def test_a_short_reasoning_first_is_accepted_and_a_long_one_repaired(tmp_path: P
 
 
 def test_the_same_error_twice_narrows_the_json_schema_once(tmp_path: Path) -> None:
-    from agent.answers import Narrowing
+    from agent.answering.loop import Narrowing
 
     strict = {"type": "object", "required": ["status", "summary", "findings"],
               "properties": {"status": {"enum": ["approved"]}, "summary": {"type": "string"},

@@ -27,24 +27,24 @@ class Strategy:
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
-    Strategy("wider_temperature", "agent/answers.py",
+    Strategy("wider_temperature", "agent/answering/loop.py",
              "after the same rejected answer or the same error twice, the next request samples at a higher "
              "temperature"),
-    Strategy("switch_to_json", "agent/answers.py",
+    Strategy("switch_to_json", "agent/answering/loop.py",
              "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
              "again as the JSON answer with its schema"),
-    Strategy("narrow_form", "agent/answers.py",
+    Strategy("narrow_form", "agent/answering/loop.py",
              "after the same error twice or an answer in the wrong frame, the JSON answer is asked for in the "
              "role's stricter form (e.g. the builder's whole files only)"),
-    Strategy("salvage", "agent/answers.py",
+    Strategy("salvage", "agent/answering/loop.py",
              "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
              "role's rules"),
-    Strategy("salvage_early", "agent/answers.py",
+    Strategy("salvage_early", "agent/answering/loop.py",
              "the same salvage as soon as the same error comes twice, for answers whose failing part the task "
              "can do without"),
-    Strategy("cut_plan_at_loop", "agent/answers.py",
+    Strategy("cut_plan_at_loop", "agent/answering/loop.py",
              "a grammar-held plan that began to repeat itself is cut there and the model is asked for the rest"),
-    Strategy("ban_unknown_name", "agent/answers.py",
+    Strategy("ban_unknown_name", "agent/answering/loop.py",
              "a grammar-held plan that used an undefined global is held to a grammar without that name"),
     Strategy("close_swallowed_string", "agent/answering/interpret.py",
              "a plan whose long string ran on into its own code has the string closed where the code resumes"),

@@ -1,6 +1,6 @@
 """Which server answers at an OpenAI-compatible endpoint, and what it can enforce: once per process.
 
-Answer forms depend on it (`agent.answers`): a GBNF grammar only where the server applies one, a
+Answer forms depend on it (`agent.answering.loop`): a GBNF grammar only where the server applies one, a
 JSON-Schema `response_format` where it is enforced. Two or three small GETs decide, and nothing is
 ever generated:
 

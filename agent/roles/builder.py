@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from agent.answers import (
+from agent.answering.loop import (
     Answer,
     AnswerSpec,
     InvalidAnswer,

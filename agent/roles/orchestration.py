@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, obtain_answer
+from agent.answering.loop import AnswerSpec, obtain_answer
 from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing, SecretInArtifact
 from agent.prompt import PromptBuilder
 from agent.roles.context import CommandContext, Outcome

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from agent.answering.strategies import applied, enabled
-from agent.answers import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.errors import ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
