@@ -41,7 +41,7 @@ from agent.pathpolicy import AGENT
 from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, parse_line, recover_ids
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
-from agent.roles.context import NO_MODEL, CommandContext, Outcome, RoleSettings
+from agent.command_context import NO_MODEL, CommandContext, Outcome, RoleSettings
 from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer, truncate_marked
 from agent.workspace import AGENT_DIR, Workspace, begin_shutdown, sha256_bytes
 

@@ -33,7 +33,7 @@ from agent.models.base import ModelReply, ModelRequest  # noqa: E402
 from agent.protocol import decode_command  # noqa: E402
 from agent.redact import Redactor  # noqa: E402
 from agent.roles import handler_for  # noqa: E402
-from agent.roles.context import CommandContext, RoleSettings  # noqa: E402
+from agent.command_context import CommandContext, RoleSettings  # noqa: E402
 from agent.roles.prompting import first_messages  # noqa: E402
 from agent.workspace import Workspace  # noqa: E402
 

@@ -13,7 +13,7 @@ from agent.audit import AuditLog
 from agent.models.base import ModelReply, ModelRequest, Usage
 from agent.protocol import decode_command
 from agent.redact import Redactor
-from agent.roles.context import CommandContext, RoleSettings
+from agent.command_context import CommandContext, RoleSettings
 from agent.workspace import Workspace
 
 

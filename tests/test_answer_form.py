@@ -12,7 +12,7 @@ from role_context import Caps, FakeModel, FakeModelWithCaps
 from agent.models.config import parse_config
 from agent.models.routing import RoutingModel
 from agent.models.usage import UsageTracker
-from agent.roles.answer_form import choose_form
+from agent.answering.answer_form import choose_form
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_auto_with_a_grammar_server_still_asks_for_json_unless_the_grammar_is_as
 def test_a_grammar_hint_on_a_grammar_server_gives_a_constrained_plan(grammar_module, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import dataclasses
 
-    from agent.roles import answer_form
+    from agent.answering import answer_form
 
     real = answer_form.model_hints
     monkeypatch.setattr(answer_form, "model_hints", lambda *a: dataclasses.replace(real(*a), answers="grammar"))

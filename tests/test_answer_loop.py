@@ -11,7 +11,7 @@ from role_context import Caps, FakeModel, FakeModelWithCaps, Recorded, make_cont
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.errors import AgentError, InvalidModelResponse, ModelTimeout
 from agent.models.base import ModelReply
-from agent.roles.context import RoleSettings
+from agent.command_context import RoleSettings
 
 APPROVED = json.dumps({"status": "approved", "summary": "fine", "findings": []})
 BAD = json.dumps({"status": "maybe", "summary": "?", "findings": []})

@@ -13,7 +13,7 @@ from role_context import FakeModel, Recorded, make_context
 
 from agent.errors import InvalidModelResponse
 from agent.roles import builder
-from agent.roles.context import RoleSettings
+from agent.command_context import RoleSettings
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n"
 TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"

@@ -8,7 +8,7 @@ import pytest
 
 from agent.errors import AgentError, PathRejected
 from agent.roles.changes import ChangeError, check_change_entries, planned_writes, shrink_reason
-from agent.roles.project_files import bookkeeping_reason, paths_named_in, project_files
+from agent.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.workspace import Workspace
 
 CLASS = "class Stack:\n" + "".join(f"    def op{i}(self):\n        return {i}\n\n" for i in range(6))

@@ -11,7 +11,7 @@ from gbnf_matcher import parse_gbnf
 from support import events, make_command
 
 from agent.resources import schema_dir
-from agent.roles.json_grammar import json_answer_grammar
+from agent.answering.json_grammar import json_answer_grammar
 
 CART = ('class Cart:\n    def __init__(self):\n        self.items = {}\n\n'
         '    def add(self, name, price, quantity=1):\n        if quantity <= 0:\n'
@@ -84,8 +84,8 @@ def test_a_json_builder_edit_on_a_grammar_server_copies_the_file(spawn, workspac
 def test_a_json_grammar_generator_bug_leaves_the_schema_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from role_context import Caps, FakeModelWithCaps
 
-    from agent.roles import json_grammar
-    from agent.roles.answer_form import json_form, with_json_grammar
+    from agent.answering import json_grammar
+    from agent.answering.answer_form import json_form, with_json_grammar
 
     def broken(*_: object) -> str:
         raise RuntimeError("generator bug")

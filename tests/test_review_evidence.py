@@ -9,7 +9,7 @@ from pathlib import Path
 from role_context import FakeModel, make_context
 
 from agent.roles import reviewer
-from agent.roles.context import RoleSettings
+from agent.command_context import RoleSettings
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
 TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"

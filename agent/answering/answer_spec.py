@@ -14,7 +14,7 @@ from agent.answering.invalid import InvalidAnswer
 from agent.protocol import schema_errors
 
 if TYPE_CHECKING:
-    from agent.roles.context import CommandContext
+    from agent.command_context import CommandContext
 
 __all__ = ["Narrowing", "AnswerSpec", "Answer", "extract_json", "strings_in", "schema_of", "role_rules", "validate"]
 

@@ -12,7 +12,7 @@ from agent.answering.strategies import applied, enabled
 from agent.errors import AgentError, PlanError, PlanInvalid
 from agent.models.base import ModelRequest
 from agent.plans.tools import plan_tools_for
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 
 __all__ = ["ToolRound", "interpret", "plan_limits_for", "plan_context", "PlanHostAdapter", "plans_module"]
 
@@ -127,7 +127,7 @@ def plan_limits_for(ctx: CommandContext) -> Any:
 
 def plan_context(ctx: CommandContext) -> dict[str, Any]:
     """The `context` table a plan's `run(context)` receives: plain data only."""
-    from agent.roles.project_files import project_files
+    from agent.project_files import project_files
 
     goal = ctx.cmd.inputs.get("goal")
     return {

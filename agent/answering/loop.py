@@ -2,7 +2,7 @@
 
 The harness, not the model, controls the loop (seed 002):
 
-* the first request uses the form chosen for this model and role (`agent.roles.answer_form`);
+* the first request uses the form chosen for this model and role (`agent.answering.answer_form`);
 * an invalid answer goes back with the exact error, hints that name the Lua way for Python-isms,
   and what a failed plan already wrote — a bounded number of times;
 * a repair never resends an identical request: after a timeout the next request asks for less
@@ -47,7 +47,7 @@ from agent.errors import (
 from agent.models.base import ModelReply, ModelRequest
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
-from agent.roles.answer_form import (
+from agent.answering.answer_form import (
     AnswerForm,
     capabilities_of,
     choose_form,
@@ -55,7 +55,7 @@ from agent.roles.answer_form import (
     json_form,
     with_json_grammar,
 )
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 
 __all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent.roles.context import CommandContext
+    from agent.command_context import CommandContext
 
 __all__ = ["Strategy", "STRATEGIES", "enabled", "applied", "unknown_names"]
 

@@ -36,7 +36,7 @@ Provider, OpenAI-compatible endpoint (chosen when there is no `luallm_model`)
 `notes`                 optional, Markdown routing notes in the convention of `agent.models.notes`
                         (for endpoints luallm does not manage).
 `answers`               optional, the answer form for `--answers auto`: "auto" (default: decided from
-                        the server's capabilities), "text", "plan", "json" or "grammar" (`agent.roles.answer_form`).
+                        the server's capabilities), "text", "plan", "json" or "grammar" (`agent.answering.answer_form`).
 
 Provider, luallm-managed local model (chosen when `luallm_model` is present)
 ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.roles.context import CommandContext, Outcome
+from agent.command_context import CommandContext, Outcome
 
 __all__ = ["handler_for"]
 

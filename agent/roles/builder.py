@@ -25,7 +25,7 @@ from agent.answering.loop import (
 )
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.prompt import PromptBuilder
-from agent.roles.answer_form import builder_writes_text
+from agent.answering.answer_form import builder_writes_text
 from agent.roles.builder_rounds import build_in_rounds
 from agent.roles.changes import (
     EDIT_SHAPE,
@@ -38,9 +38,9 @@ from agent.roles.changes import (
     planned_writes,
     unchanged_code,
 )
-from agent.roles.context import CommandContext, Outcome
+from agent.command_context import CommandContext, Outcome
 from agent.roles.goal_examples import examples_section, run_goal_examples
-from agent.roles.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
+from agent.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,

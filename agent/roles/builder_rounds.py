@@ -21,9 +21,9 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.prompt import PromptBuilder
 from agent.roles.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 from agent.roles.goal_definitions import new_definitions_named
-from agent.roles.project_files import project_files
+from agent.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import quoted_output, test_workspace
 

@@ -32,7 +32,7 @@ from agent.answering.invalid import InvalidAnswer
 from agent.errors import AgentError, PathRejected
 from agent.pathpolicy import MODEL
 from agent.roles.near_match import find_block
-from agent.roles.project_files import bookkeeping_reason, line_count
+from agent.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from agent.answering.answer_spec import strings_in
-from agent.roles.context import CommandContext
-from agent.roles.project_files import paths_named_in, project_files
+from agent.command_context import CommandContext
+from agent.project_files import paths_named_in, project_files
 from agent.roles.prompting import read_project_text
 
 __all__ = ["NewDefinition", "new_definitions_named"]

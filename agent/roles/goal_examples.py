@@ -27,8 +27,8 @@ import orjson
 from agent.answering.answer_spec import strings_in
 from agent.errors import AgentError, ShuttingDown
 from agent.roles.changes import is_test_path
-from agent.roles.context import CommandContext
-from agent.roles.project_files import project_files
+from agent.command_context import CommandContext
+from agent.project_files import project_files
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import run_tests
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.errors import LoopLimit
 from agent.receipts import ReceiptStore
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 
 __all__ = ["current_round", "end_loop"]
 

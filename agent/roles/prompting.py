@@ -14,7 +14,7 @@ from agent.errors import AgentError
 from agent.pathpolicy import MODEL, PathPolicy
 from agent.prompt import PromptBuilder
 from agent.resources import prompt_text, schema_dir
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 
 __all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "example_answer", "system_prompt", "compact_schema", "worked_example", "first_messages", "messages_for", "quote_files", "read_project_text", "number_lines",
            "small_project_files", "quote_feedback", "quote_json", "report_cuts"]

@@ -19,11 +19,11 @@ from agent.clock import utc_now
 from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
-from agent.roles.context import CommandContext, Outcome
+from agent.command_context import CommandContext, Outcome
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
-from agent.roles.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
+from agent.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,

@@ -17,7 +17,7 @@ from agent.clock import utc_now
 from agent.errors import ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
-from agent.roles.context import CommandContext, Outcome
+from agent.command_context import CommandContext, Outcome
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts

@@ -15,7 +15,7 @@ import orjson
 from agent.answering.answer_spec import strings_in
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 from agent.roles.goal_examples import said
 from agent.roles.prompting import read_project_text, system_prompt
 from agent.workspace import sanitize_id

@@ -22,7 +22,7 @@ from typing import Any
 
 from agent.errors import AgentError
 from agent.roles.changes import is_test_path
-from agent.roles.context import CommandContext
+from agent.command_context import CommandContext
 
 __all__ = ["TestLedger"]
 

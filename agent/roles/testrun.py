@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agent.plans.commands import scrubbed_env
 
 if TYPE_CHECKING:
-    from agent.roles.context import CommandContext
+    from agent.command_context import CommandContext
     from agent.sandbox.spawn import CommandBox
 
 __all__ = ["run_tests", "kill_running_tests", "test_workspace", "tests_section", "quoted_output", "OUTPUT_TAIL"]

@@ -49,7 +49,7 @@ class AnswerForm:
     grammar: str | None = None
     reason: str = ""
     # json only: a GBNF grammar holding the JSON answer, whose edits copy the quoted files
-    # (agent/roles/json_grammar.py); sent instead of response_format, which stays the fallback.
+    # (agent/answering/json_grammar.py); sent instead of response_format, which stays the fallback.
     json_grammar: str | None = None
 
     @property
@@ -200,7 +200,7 @@ def with_json_grammar(form: AnswerForm, client: ModelClient | None, role: str,
     each edit copies one of `anchors` (the files the prompt quoted whole); else `form` as it is."""
     if form.lua or not anchors or not getattr(capabilities_of(client), "grammar", False):
         return form
-    from agent.roles.json_grammar import json_answer_grammar
+    from agent.answering.json_grammar import json_answer_grammar
 
     try:
         grammar = json_answer_grammar((schema_dir() / "answers" / f"{role}.json").read_text(), anchors)
