@@ -66,7 +66,7 @@ __all__ = [
     "VersionMismatch", "WorkspaceError", "PathRejected", "ArtifactWriteFailed", "FileUnreadable",
     "SecretInArtifact", "ModelError",
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
-    "InvalidModelResponse", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing", "LoopLimit",
+    "InvalidModelResponse", "InvalidAnswer", "StartOver", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing", "LoopLimit",
     "ReviewLoopLimit", "SpecLoopLimit",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "SkillError",
@@ -201,6 +201,19 @@ class InvalidModelResponse(ModelError):
     """The model's answer stayed invalid after the bounded repair attempts."""
     code = "invalid_model_response"
     retriable = False
+
+
+class InvalidAnswer(AgentError):
+    """An answer that failed parsing or validation, raised while checking it. It never reaches the wire
+    as it is: the answer loop sends the message back to the model, and only when the attempts run
+    out does the command fail, as `invalid_model_response`."""
+    code = "invalid_model_response"
+
+
+class StartOver(InvalidAnswer):
+    """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
+    has a stricter form) instead of repairing it in the same conversation, where a model tends to
+    defend it ("No changes needed" again, even shown the failing values)."""
 
 
 class RoleError(AgentError):

@@ -22,6 +22,7 @@ import orjson
 from agent import __version__
 from agent.audit import AuditLog
 from agent.clock import seconds_until
+from agent.command_context import NO_MODEL, CommandContext, Outcome, RoleSettings
 from agent.errors import (
     AgentError,
     DeadlineExceeded,
@@ -41,7 +42,6 @@ from agent.pathpolicy import AGENT
 from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, parse_line, recover_ids
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
-from agent.command_context import NO_MODEL, CommandContext, Outcome, RoleSettings
 from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer, truncate_marked
 from agent.workspace import AGENT_DIR, Workspace, begin_shutdown, sha256_bytes
 
@@ -441,7 +441,7 @@ class Agent:
 
 
 def _stop_children() -> None:
-    from agent.roles.testrun import kill_running_tests
+    from agent.test_command import kill_running_tests
 
     kill_running_tests()
     if "agent.plans.pool" in sys.modules:  # only when a plan worker was ever started

@@ -27,14 +27,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from agent.answering.conversation import first_messages  # noqa: E402
 from agent.audit import AuditLog  # noqa: E402
+from agent.command_context import CommandContext, RoleSettings  # noqa: E402
 from agent.errors import ModelError  # noqa: E402
 from agent.models.base import ModelReply, ModelRequest  # noqa: E402
 from agent.protocol import decode_command  # noqa: E402
 from agent.redact import Redactor  # noqa: E402
 from agent.roles import handler_for  # noqa: E402
-from agent.command_context import CommandContext, RoleSettings  # noqa: E402
-from agent.roles.prompting import first_messages  # noqa: E402
 from agent.workspace import Workspace  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo"

@@ -10,10 +10,10 @@ from typing import Any
 from support import make_command
 
 from agent.audit import AuditLog
+from agent.command_context import CommandContext, RoleSettings
 from agent.models.base import ModelReply, ModelRequest, Usage
 from agent.protocol import decode_command
 from agent.redact import Redactor
-from agent.command_context import CommandContext, RoleSettings
 from agent.workspace import Workspace
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from role_context import Caps, FakeModel, FakeModelWithCaps
 
+from agent.answering.answer_form import choose_form
 from agent.models.config import parse_config
 from agent.models.routing import RoutingModel
 from agent.models.usage import UsageTracker
-from agent.answering.answer_form import choose_form
 
 
 @pytest.fixture

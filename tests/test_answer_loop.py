@@ -9,9 +9,9 @@ import pytest
 from role_context import Caps, FakeModel, FakeModelWithCaps, Recorded, make_context
 
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.command_context import RoleSettings
 from agent.errors import AgentError, InvalidModelResponse, ModelTimeout
 from agent.models.base import ModelReply
-from agent.command_context import RoleSettings
 
 APPROVED = json.dumps({"status": "approved", "summary": "fine", "findings": []})
 BAD = json.dumps({"status": "maybe", "summary": "?", "findings": []})

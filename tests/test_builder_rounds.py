@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from role_context import FakeModel, Recorded, make_context
 
+from agent.command_context import RoleSettings
 from agent.errors import InvalidModelResponse
 from agent.roles import builder
-from agent.command_context import RoleSettings
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n"
 TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"

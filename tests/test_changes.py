@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.edits.changes import ChangeError, check_change_entries, planned_writes, shrink_reason
 from agent.errors import AgentError, PathRejected
-from agent.roles.changes import ChangeError, check_change_entries, planned_writes, shrink_reason
 from agent.project_files import bookkeeping_reason, paths_named_in, project_files
 from agent.workspace import Workspace
 
@@ -194,7 +194,7 @@ def test_a_small_file_answered_without_one_of_its_functions_keeps_it(tmp_path: P
 
 
 def test_a_change_that_only_moves_docstrings_and_layout_is_seen_as_unchanged_code(tmp_path: Path) -> None:
-    from agent.roles.changes import FileWrite, unchanged_code
+    from agent.edits.changes import FileWrite, unchanged_code
 
     src = '"""Temps."""\n\n\ndef f_to_c(f):\n    """Convert."""\n    return f - 32 * 5 / 9\n'
     (tmp_path / "temp.py").write_text(src)

@@ -10,8 +10,8 @@ import jsonschema
 from gbnf_matcher import parse_gbnf
 from support import events, make_command
 
-from agent.resources import schema_dir
 from agent.answering.json_grammar import json_answer_grammar
+from agent.resources import schema_dir
 
 CART = ('class Cart:\n    def __init__(self):\n        self.items = {}\n\n'
         '    def add(self, name, price, quantity=1):\n        if quantity <= 0:\n'

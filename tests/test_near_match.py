@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.roles.changes import ChangeError, apply_edit, planned_writes
-from agent.roles.near_match import find_block
+from agent.edits.changes import ChangeError, apply_edit, planned_writes
+from agent.edits.near_match import find_block
 from agent.workspace import Workspace
 
 CART = '''"""A shopping cart."""

@@ -1,10 +1,10 @@
-"""A Python answer that is only some definitions of a file is merged into it (agent/roles/py_merge.py)."""
+"""A Python answer that is only some definitions of a file is merged into it (agent/edits/py_merge.py)."""
 
 from __future__ import annotations
 
 import ast
 
-from agent.roles.py_merge import merge_definitions
+from agent.edits.py_merge import merge_definitions
 
 CART = '''"""A shopping cart."""
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from role_context import FakeModel, make_context
 
-from agent.roles import reviewer
 from agent.command_context import RoleSettings
+from agent.roles import reviewer
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
 TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.answering.conversation import first_messages, worked_example
 from agent.plans import run_plan
 from agent.plans.lint import check_plan
 from agent.protocol import ROLE_ACTIONS, schema_errors
-from agent.roles.prompting import first_messages, worked_example
 from agent.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "agent" / "roles" / "examples"
@@ -65,7 +65,7 @@ def test_the_example_is_an_earlier_exchange_of_the_first_prompt_in_the_form_aske
 
 @pytest.mark.parametrize("form", ["json", "plan"])
 def test_an_answer_repeating_the_example_is_told_apart_from_one_about_the_task(form: str) -> None:
-    from agent.roles.prompting import copied_example_line
+    from agent.answering.conversation import copied_example_line
 
     task = "# Task T-1\nfix stats.py\n### stats.py\n```\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
     messages = first_messages("builder", "implement", form, task)

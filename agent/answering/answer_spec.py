@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agent.answering.invalid import InvalidAnswer
+from agent.errors import InvalidAnswer
 from agent.protocol import schema_errors
 
 if TYPE_CHECKING:

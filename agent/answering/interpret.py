@@ -9,10 +9,10 @@ import orjson
 
 from agent.answering.answer_spec import Answer, AnswerSpec, extract_json, validate
 from agent.answering.strategies import applied, enabled
+from agent.command_context import CommandContext
 from agent.errors import AgentError, PlanError, PlanInvalid
 from agent.models.base import ModelRequest
 from agent.plans.tools import plan_tools_for
-from agent.command_context import CommandContext
 
 __all__ = ["ToolRound", "interpret", "plan_limits_for", "plan_context", "PlanHostAdapter", "plans_module"]
 
@@ -167,7 +167,7 @@ class PlanHostAdapter:
 
     def run_tests(self, timeout_s: float) -> dict[str, Any]:
         """`tools.test()`: the configured test command, inside the OS sandbox, output tail only."""
-        from agent.roles.testrun import run_tests
+        from agent.test_command import run_tests
 
         command = self.ctx.settings.test_command
         if not command:

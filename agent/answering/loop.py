@@ -19,6 +19,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from agent.answering.answer_form import (
+    AnswerForm,
+    capabilities_of,
+    choose_form,
+    grammar_for,
+    json_form,
+    with_json_grammar,
+)
 from agent.answering.answer_spec import (
     Answer,
     AnswerSpec,
@@ -30,12 +38,13 @@ from agent.answering.answer_spec import (
     validate,
 )
 from agent.answering.interpret import ToolRound, interpret, plans_module
-from agent.answering.invalid import InvalidAnswer, StartOver
 from agent.answering.sameness import looping, same_error_key, same_text
 from agent.answering.strategies import applied, enabled
+from agent.command_context import CommandContext
 from agent.errors import (
     AgentError,
     ForbiddenSpecEdit,
+    InvalidAnswer,
     InvalidModelResponse,
     ModelTimeout,
     PathRejected,
@@ -43,19 +52,11 @@ from agent.errors import (
     PlanFileMissing,
     PlanInvalid,
     SecretInArtifact,
+    StartOver,
 )
 from agent.models.base import ModelReply, ModelRequest
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
-from agent.answering.answer_form import (
-    AnswerForm,
-    capabilities_of,
-    choose_form,
-    grammar_for,
-    json_form,
-    with_json_grammar,
-)
-from agent.command_context import CommandContext
 
 __all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
@@ -98,7 +99,7 @@ class _Loop:
     """State of one command's asking: the form, the conversation, what was rejected so far."""
 
     def __init__(self, ctx: CommandContext, spec: AnswerSpec, user: str) -> None:
-        from agent.roles.prompting import example_answer, messages_for
+        from agent.answering.conversation import example_answer, messages_for
 
         self.ctx = ctx
         self.spec = spec
@@ -197,7 +198,7 @@ class _Loop:
         """The conversation again from the task alone, told `message`: without the worked example
         and without the rejected answers, which a small model copies into every later answer
         (the example's `old` text and code, then its own copies of them)."""
-        from agent.roles.prompting import without_example
+        from agent.answering.conversation import without_example
 
         kept = without_example(self.messages)
         task = next(m for m in kept if m["role"] == "user")
@@ -223,7 +224,7 @@ class _Loop:
 
 def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     """Ask the model until a valid answer arrives or the repair budget runs out."""
-    from agent.roles.prompting import copied_example_line
+    from agent.answering.conversation import copied_example_line
 
     model = ctx.require_model()
     loop = _Loop(ctx, spec, user)
@@ -304,7 +305,7 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
     """What follows a rejected reply: an early salvage (an Answer), or `_ASK` again (with the repair
     message or a fresh start set up in `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt
     spent) or `_GIVE_UP`."""
-    from agent.roles.prompting import copied_example_line
+    from agent.answering.conversation import copied_example_line
 
     loop.last = exc
     ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,

@@ -237,9 +237,9 @@ def _disabled_repairs(args: argparse.Namespace, config_path: str | None) -> froz
 
 
 def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyped-def]
+    from agent.command_context import RoleSettings
     from agent.models.base import ModelClient, ModelSettings
     from agent.prompt import PromptBudget
-    from agent.command_context import RoleSettings
     from agent.runtime import AgentConfig
 
     ws = args.workspace or env("LUALLM_AGENT_WORKSPACE") or os.getcwd()

@@ -307,8 +307,8 @@ class ToolBox:
         return out
 
     def _near_edit(self, rel: str, data: bytes, old_b: bytes, new_b: bytes) -> dict[str, Any]:
-        """`old` not in the file as written: the one block it nearly matches (agent/roles/near_match.py)."""
-        from agent.roles.changes import ChangeError, apply_edit
+        """`old` not in the file as written: the one block it nearly matches (agent/edits/near_match.py)."""
+        from agent.edits.changes import ChangeError, apply_edit
 
         try:
             text, old_t, new_t = data.decode("utf-8"), old_b.decode("utf-8"), new_b.decode("utf-8")

@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from agent.answering.answer_form import builder_writes_text
 from agent.answering.loop import (
     Answer,
     AnswerSpec,
@@ -23,11 +24,8 @@ from agent.answering.loop import (
     obtain_answer,
     strings_in,
 )
-from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
-from agent.prompt import PromptBuilder
-from agent.answering.answer_form import builder_writes_text
-from agent.roles.builder_rounds import build_in_rounds
-from agent.roles.changes import (
+from agent.command_context import CommandContext, Outcome
+from agent.edits.changes import (
     EDIT_SHAPE,
     FILE_SHAPE,
     PROSE_SUFFIXES,
@@ -38,9 +36,11 @@ from agent.roles.changes import (
     planned_writes,
     unchanged_code,
 )
-from agent.command_context import CommandContext, Outcome
-from agent.roles.goal_examples import examples_section, run_goal_examples
+from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
+from agent.prompt import PromptBuilder
+from agent.roles.builder_rounds import build_in_rounds
+from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,

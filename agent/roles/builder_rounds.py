@@ -17,13 +17,13 @@ from typing import Any
 from agent.answering.answer_spec import strings_in
 from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
 from agent.answering.strategies import applied, enabled
+from agent.command_context import CommandContext
+from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
-from agent.prompt import PromptBuilder
-from agent.roles.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
-from agent.command_context import CommandContext
-from agent.roles.goal_definitions import new_definitions_named
 from agent.project_files import project_files
+from agent.prompt import PromptBuilder
+from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.prompting import read_project_text
 from agent.roles.testrun import quoted_output, test_workspace
 

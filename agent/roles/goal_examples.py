@@ -25,12 +25,12 @@ from typing import Any
 import orjson
 
 from agent.answering.answer_spec import strings_in
-from agent.errors import AgentError, ShuttingDown
-from agent.roles.changes import is_test_path
 from agent.command_context import CommandContext
+from agent.edits.changes import is_test_path
+from agent.errors import AgentError, ShuttingDown
 from agent.project_files import project_files
 from agent.roles.prompting import read_project_text
-from agent.roles.testrun import run_tests
+from agent.test_command import run_tests
 
 __all__ = ["Example", "examples_in", "examples_of", "run_examples", "run_goal_examples", "examples_section",
            "failed_text", "said"]

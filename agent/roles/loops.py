@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.command_context import CommandContext
 from agent.errors import LoopLimit
 from agent.receipts import ReceiptStore
-from agent.command_context import CommandContext
 
 __all__ = ["current_round", "end_loop"]
 

@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 
 from agent.answering.loop import AnswerSpec, obtain_answer
+from agent.command_context import CommandContext, Outcome
 from agent.errors import ArtifactWriteFailed, PathRejected, PlanFileMissing, SecretInArtifact
 from agent.prompt import PromptBuilder
-from agent.command_context import CommandContext, Outcome
 from agent.roles.prompting import quote_files, quote_json, report_cuts
 from agent.roles.task_files import SPEC_SEARCH
 from agent.workspace import sanitize_id

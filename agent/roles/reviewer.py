@@ -16,14 +16,14 @@ import orjson
 
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
+from agent.command_context import CommandContext, Outcome
 from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
+from agent.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.prompt import PromptBuilder
-from agent.command_context import CommandContext, Outcome
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
-from agent.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,

@@ -11,13 +11,13 @@ from typing import Any
 
 import orjson
 
-from agent.answering.strategies import applied, enabled
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.strategies import applied, enabled
 from agent.clock import utc_now
+from agent.command_context import CommandContext, Outcome
 from agent.errors import ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
-from agent.command_context import CommandContext, Outcome
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts

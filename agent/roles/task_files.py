@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 
 from agent.answering.answer_spec import strings_in
+from agent.answering.conversation import system_prompt
+from agent.command_context import CommandContext
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
-from agent.command_context import CommandContext
 from agent.roles.goal_examples import said
-from agent.roles.prompting import read_project_text, system_prompt
+from agent.roles.prompting import read_project_text
 from agent.workspace import sanitize_id
 
 __all__ = ["SPEC_SEARCH", "builder_files", "find_spec", "restates_goal", "restatable_text", "examples_for_plans",

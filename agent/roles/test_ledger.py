@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.errors import AgentError
-from agent.roles.changes import is_test_path
 from agent.command_context import CommandContext
+from agent.edits.changes import is_test_path
+from agent.errors import AgentError
 
 __all__ = ["TestLedger"]
 

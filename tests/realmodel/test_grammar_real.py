@@ -19,12 +19,12 @@ import httpx
 import pytest
 from gbnf_matcher import parse_gbnf
 
+from agent.answering.conversation import system_prompt
 from agent.errors import PlanInvalid
 from agent.plans.extract import find_lua_plan
 from agent.plans.grammar import plan_grammar
 from agent.plans.lint import check_plan
 from agent.plans.tools import plan_tools_for
-from agent.roles.prompting import system_prompt
 
 pytestmark = pytest.mark.realmodel
 

@@ -10,11 +10,11 @@ and why, and so that, after the repair budget, the entries that passed can still
   gone;
 * each edit's `old` text must occur exactly once in the file as it stands after the earlier
   changes of the same answer — or, when it is not copied exactly, match exactly one block of the
-  file ignoring whitespace or nearly (`agent.roles.near_match`); such an edit says so in a note;
+  file ignoring whitespace or nearly (`agent.edits.near_match`); such an edit says so in a note;
   an edit of a Python file whose `old` matches nothing but whose `new` is only definitions has
-  them merged (`agent.roles.py_merge`), with a note;
+  them merged (`agent.edits.py_merge`), with a note;
 * a whole-file answer for an existing Python file that holds only some of its definitions (the
-  changed function alone) is merged into the file by `agent.roles.py_merge`, with a note, rather
+  changed function alone) is merged into the file by `agent.edits.py_merge`, with a note, rather
   than refused — also when the file is small, if the answer left out a top-level definition;
 * a Python file that compiled before must still compile after the answer's changes.
 """
@@ -28,10 +28,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.answering.invalid import InvalidAnswer
-from agent.errors import AgentError, PathRejected
+from agent.edits.near_match import find_block
+from agent.errors import AgentError, InvalidAnswer, PathRejected
 from agent.pathpolicy import MODEL
-from agent.roles.near_match import find_block
 from agent.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
@@ -356,7 +355,7 @@ def _merged(path: str, old: str, content: str) -> tuple[str, str] | None:
     """A Python answer that is only some definitions of the file, merged into it (`py_merge`)."""
     if not path.endswith(".py"):
         return None
-    from agent.roles.py_merge import merge_definitions
+    from agent.edits.py_merge import merge_definitions
 
     return merge_definitions(old, content)
 

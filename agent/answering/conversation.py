@@ -1,0 +1,180 @@
+"""The conversation a role's first request opens: system prompt, one worked example, the task.
+
+The system prompt is assembled from text files (`prompts/common.txt`, the form's `form_*.txt` with
+the answer schema, the role's own); the worked example is an earlier user/assistant exchange,
+because a small model copies an example quoted inside the system prompt into its own answer and a
+finished exchange far less. Also here: recognising a reply that copies the example instead of
+doing the task.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from agent.command_context import CommandContext
+from agent.resources import prompt_text, schema_dir
+
+__all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "example_answer", "system_prompt",
+           "compact_schema", "worked_example", "first_messages", "messages_for"]
+
+_EXAMPLES = Path(__file__).resolve().parent.parent / "roles" / "examples"
+EXAMPLE_MARK = "(A worked example, to show the form; your own task follows.)"
+
+
+@functools.cache
+def _text(name: str) -> str:
+    return prompt_text(name)
+
+
+@functools.cache
+def compact_schema(role: str) -> str:
+    """The role's answer schema without its bookkeeping keys, as one compact JSON line."""
+    schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
+    for key in ("$schema", "$id", "title", "description"):
+        schema.pop(key, None)
+    reasoning = schema.get("properties", {}).get("reasoning")
+    if isinstance(reasoning, dict):
+        reasoning.pop("description", None)
+    return json.dumps(schema, separators=(",", ":"))
+
+
+@functools.cache
+def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
+    """The worked example for `action` as (its task, its answer in the form's language), or None.
+
+    It goes into the first prompt as an earlier user/assistant exchange: a small model copies an
+    example quoted inside the system prompt into its own answer, and a separate, finished exchange
+    far less.
+    """
+    stem = f"{role}.{action}"
+    if not (_EXAMPLES / f"{stem}.json").is_file():
+        return None
+    data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
+    text = data["task"]
+    if form in ("plan", "grammar"):
+        answer = "```lua\n" + (_EXAMPLES / f"{stem}.lua").read_text().strip("\n") + "\n```"
+        text = data.get("task_plan", text)  # a plan may use what the agent ran first (`context.examples`)
+    else:
+        answer = json.dumps(data["answer"], ensure_ascii=False)
+    task = f"{EXAMPLE_MARK}\n{text.rstrip()}\n"
+    return task, answer
+
+
+@functools.cache
+def system_prompt(role: str, form: str = "plan") -> str:
+    """The system prompt of a role's first request: who it is, how to answer in `form`, its rules."""
+    from agent.plans.tools import plan_tools_for
+
+    parts = [_text("common.txt")]
+    template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role))
+    if "{tools}" in template:
+        from agent.plans import tools_prompt_text
+
+        template = template.replace("{tools}", tools_prompt_text(plan_tools_for(role)))
+    parts.append(template)
+    parts.append(_text(role + ".txt"))
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+_CLOSING = {"json": "Reply now with the JSON answer for this task.",
+            "plan": "Reply now with the Lua plan (or the JSON answer) for this task.",
+            "grammar": "Reply now with the Lua plan for this task."}
+
+
+def without_example(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The conversation without the worked example's exchange (a small model that copies it verbatim)."""
+    out: list[dict[str, str]] = []
+    skip = False
+    for m in messages:
+        if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK):
+            skip = True
+            continue
+        if skip and m["role"] == "assistant":
+            skip = False
+            continue
+        skip = False
+        out.append(m)
+    return out
+
+
+_LUA_STRING = re.compile(r"'([^'\n]*)'|\[\[(.*?)\]\]", re.S)
+_MIN_COPIED = 10  # shorter lines ("return x", "}") are common to any code
+
+
+def example_answer(messages: list[dict[str, str]]) -> str | None:
+    """The worked example's answer in the conversation, or None."""
+    example = None
+    for i, m in enumerate(messages[:-1]):
+        if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK) and messages[i + 1]["role"] == "assistant":
+            example = messages[i + 1]["content"]
+    return example
+
+
+def copied_example_line(messages: list[dict[str, str]], reply: str, example: str | None = None,
+                        task: str | None = None) -> str | None:
+    """A line of the worked example's answer that `reply` repeats although this task does not hold
+    it, or None. A small model may answer with the example's own `old` text (`return "1.0"`) and
+    code (`Hello, {name}!`): such an answer is about the example, not the task. `example`: the
+    example's answer when the conversation no longer holds it (a model may go on citing it after a
+    start over).
+    A repeated line needs two words at least: `changes_requested` or `hello.py` alone says nothing
+    (every rejected review was taken for a copy of the example's status).
+    `task`: the task's own text, when later turns quote the copied line back in a repair note.
+    """
+    example = example_answer(messages) or example
+    if example is None:
+        return None
+    task = task if task is not None else "\n".join(
+        m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(EXAMPLE_MARK))
+    try:
+        texts = _strings(json.loads(example))
+    except ValueError:  # a Lua plan: its string literals (its code is an idiom worth copying)
+        texts = [a.replace("\\n", "\n") + b for a, b in _LUA_STRING.findall(example)]
+    for text in texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if len(line) < _MIN_COPIED or line.startswith("```") or line in task or len(line.split()) < 2:
+                continue
+            if line in reply or json.dumps(line, ensure_ascii=False)[1:-1] in reply:
+                return line
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
+
+
+def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:
+    """System prompt, the worked example as an earlier exchange, then the task itself."""
+    messages = [{"role": "system", "content": system_prompt(role, form)}]
+    example = worked_example(role, action, form)
+    if example is not None:
+        messages += [{"role": "user", "content": example[0]}, {"role": "assistant", "content": example[1]}]
+    messages.append({"role": "user", "content": f"{user.rstrip()}\n\n{_CLOSING[form]}"})
+    return messages
+
+
+def messages_for(ctx: CommandContext, user: str, form: str = "plan") -> list[dict[str, str]]:
+    messages = first_messages(ctx.role, ctx.cmd.action, form, user)
+    skills = _skills_text(ctx)
+    if skills:  # promoted skills a plan may call: only forms that can write a plan
+        messages[0] = {"role": "system", "content": messages[0]["content"] + skills}
+    return messages
+
+
+def _skills_text(ctx: CommandContext) -> str:
+    """Promoted skills and Agent Skills, when the agent runs with --skills-home (agent/skills/catalog.py)."""
+    home = getattr(ctx.settings.plan_limits, "skills_home", None)
+    if not home or not ctx.settings.prefer_plans:
+        return ""
+    from agent.skills.catalog import skills_prompt_text
+
+    return skills_prompt_text(home, ctx.workspace.root)
