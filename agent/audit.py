@@ -17,7 +17,8 @@ import orjson
 from agent.clock import utc_now
 from agent.errors import MAX_MESSAGE_BYTES, AgentError, bound_text
 from agent.redact import Redactor
-from agent.workspace import Workspace, make_private_dirs
+from agent.workspace import Workspace
+from agent.workspace_write import make_private_dirs
 
 __all__ = ["AuditLog"]
 

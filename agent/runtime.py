@@ -43,7 +43,8 @@ from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, p
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
 from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer, truncate_marked
-from agent.workspace import AGENT_DIR, Workspace, begin_shutdown, sha256_bytes
+from agent.workspace import AGENT_DIR, Workspace, sha256_bytes
+from agent.workspace_write import begin_shutdown
 
 __all__ = ["AgentConfig", "Agent", "EXIT_UNRECOVERABLE"]
 

@@ -1,16 +1,15 @@
 """The only place that decides whether a path is allowed, and the only writer of files.
 
-Every path from a command, a model answer or a plan tool is normalised (`.`/`..` folded inside
-the root, absolute paths inside the root made relative; anything that would leave the root is
-`path_rejected`) and judged by a `PathPolicy` (`agent.pathpolicy`) on that normalised form.
+Every path from a command, a model answer or a plan tool is normalised (`agent.workspace_paths`:
+`.`/`..` folded inside the root, absolute paths inside the root made relative; anything that would
+leave the root is `path_rejected`) and judged by a `PathPolicy` (`agent.pathpolicy`) on that
+normalised form.
 
-Files are then opened race-free: from a directory fd of the root, one component at a time with
-`O_NOFOLLOW|O_DIRECTORY` (`openat`), missing directories made with `mkdirat` at 0700, the file
-itself opened `O_NOFOLLOW`. No symlink is ever followed — not even one that stays inside — so a
-directory swapped for a link to the outside while the agent writes makes the write fail with
-`path_rejected` naming the component, never land outside. A write goes to a temp file created in
-that directory fd, is fsynced, renamed over the target within the same fd (`renameat`), and the
-directory is fsynced. A rewritten file keeps its permission bits; new files are 0600.
+Files are then opened race-free (`agent.workspace_open`): from a directory fd of the root, one
+component at a time with `O_NOFOLLOW|O_DIRECTORY`, the file itself opened `O_NOFOLLOW`, so no
+symlink is ever followed. Writes are atomic (`agent.workspace_write`): temp file, fsync, rename
+within the directory fd, directory fsync; a rewritten file keeps its permission bits, new files
+are 0600.
 
 Writes whose content carries a known secret value are refused (`secret_in_artifact`): artifacts
 are written exactly as asked, or not at all.
@@ -22,32 +21,24 @@ import errno
 import hashlib
 import os
 import re
-import secrets
 import stat
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.errors import (
-    AgentError,
-    ArtifactWriteFailed,
-    FileUnreadable,
-    PathRejected,
-    SecretInArtifact,
-    ShuttingDown,
-)
+from agent.errors import AgentError, ArtifactWriteFailed, PathRejected, SecretInArtifact
 from agent.pathpolicy import AGENT, AGENT_DIR, BOOKKEEPING_DIRS, MODEL, PathPolicy
+from agent.workspace_open import lstat_existing, lstat_key, open_dir, read_error, symlink_rejected
+from agent.workspace_paths import normalize_path
+from agent.workspace_write import write_error, write_in
 
 if TYPE_CHECKING:
     from agent.walk import IgnoreRules
     from agent.workspace_state import DigestState
 
 __all__ = [
-    "Artifact", "Workspace", "sanitize_id", "sha256_bytes", "remove_pending_temps", "begin_shutdown",
-    "make_private_dirs", "SecretSource",
-    "DIGEST_EXCLUDES", "AGENT_DIR",
+    "Artifact", "Workspace", "sanitize_id", "sha256_bytes", "SecretSource", "DIGEST_EXCLUDES", "AGENT_DIR",
 ]
 
 # Directories that hold the agent's or lorch's bookkeeping, not the files a role reads.
@@ -57,15 +48,7 @@ DIGEST_EXCLUDES = BOOKKEEPING_DIRS
 SecretSource = Callable[[], Iterable[str]] | Iterable[str]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
-_NAME_MAX = 255          # bytes in one path component (Linux NAME_MAX)
-_PATH_MAX = 4095         # bytes in a whole path
-_TEMP_STEM = 180         # keeps `.<name>.tmp.<pid>.<rand>` under NAME_MAX
-_STEP_TRIES = 4          # a component that keeps changing while we open it is refused after this
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO never hangs us
-_pending_lock = threading.Lock()
-_pending_temps: dict[object, tuple[int, str]] = {}   # token → (directory fd, temp name) of writes in flight
-_closing = False
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -84,45 +67,6 @@ def sanitize_id(raw: str, max_len: int = 80) -> str:
         return cleaned
     suffix = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{cleaned or 'id'}-{suffix}"
-
-
-def begin_shutdown() -> int:
-    """Refuse new writes from now on and delete temp files of writes in flight; returns how many."""
-    global _closing
-    with _pending_lock:
-        _closing = True
-    return remove_pending_temps()
-
-
-def make_private_dirs(directory: Path) -> list[Path]:
-    """Create missing directories (and parents) with mode 0700 whatever the umask; returns them."""
-    missing: list[Path] = []
-    d = directory
-    while not d.exists():
-        missing.append(d)
-        d = d.parent
-    for new in reversed(missing):
-        try:
-            os.mkdir(new, 0o700)
-            os.chmod(new, 0o700)
-        except FileExistsError:
-            pass
-    return list(reversed(missing))
-
-
-def remove_pending_temps() -> int:
-    """Delete temp files of writes still in flight (used at shutdown); returns how many."""
-    removed = 0
-    # Unlink under the lock: a writer closes its directory fd only after taking its entry out.
-    with _pending_lock:
-        for dir_fd, name in _pending_temps.values():
-            try:
-                os.unlink(name, dir_fd=dir_fd)
-                removed += 1
-            except OSError:
-                pass
-        _pending_temps.clear()
-    return removed
 
 
 @dataclass(frozen=True)
@@ -157,38 +101,7 @@ class Workspace:
         Purely lexical: `.` and `..` are folded, which is exact because no symlink is ever
         followed when the path is used.
         """
-        if not isinstance(rel, str) or not rel.strip():
-            raise PathRejected("empty path", path=str(rel), reason="empty")
-        if "\x00" in rel:
-            raise PathRejected("path contains a NUL byte", path=rel.replace("\x00", "\\0"), reason="nul")
-        shown = rel if len(rel) <= 300 else rel[:300] + "…"
-        if len(rel.encode("utf-8", "surrogateescape")) > _PATH_MAX:
-            raise PathRejected(f"path longer than {_PATH_MAX} bytes: {shown}", path=shown, reason="name_too_long")
-        if os.path.isabs(rel):
-            rel = self._strip_root(rel, shown)
-        parts: list[str] = []
-        for comp in rel.split("/"):
-            if comp in ("", "."):
-                continue
-            if comp == "..":
-                if not parts:
-                    raise PathRejected(f"path escapes the workspace: {shown}", path=shown, reason="outside")
-                parts.pop()
-                continue
-            if len(comp.encode("utf-8", "surrogateescape")) > _NAME_MAX:
-                raise PathRejected(f"path component longer than {_NAME_MAX} bytes: {comp[:40]}…", path=shown,
-                                   reason="name_too_long")
-            parts.append(comp)
-        return "/".join(parts)
-
-    def _strip_root(self, absolute: str, shown: str) -> str:
-        norm = os.path.normpath(absolute)
-        for base in self._spellings:
-            if norm == base:
-                return ""
-            if norm.startswith(base.rstrip(os.sep) + os.sep):
-                return norm[len(base.rstrip(os.sep)) + 1:]
-        raise PathRejected(f"path escapes the workspace: {shown}", path=shown, reason="outside")
+        return normalize_path(rel, self._spellings)
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
         """Workspace-relative POSIX path of an absolute path inside the root."""
@@ -203,7 +116,7 @@ class Workspace:
         """
         key = self._judge(rel, policy, write)
         if key:
-            self._lstat_existing(key.split("/"), rel)
+            lstat_existing(self.root, key.split("/"), rel)
         return self.root / key if key else self.root
 
     def check_write(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> str:
@@ -215,7 +128,7 @@ class Workspace:
         key = self._judge(rel, policy, True)
         if not key:
             raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
-        self._lstat_existing(key.split("/"), rel)
+        lstat_existing(self.root, key.split("/"), rel)
         self.guard_content(key, data.encode("utf-8") if isinstance(data, str) else data)
         return key
 
@@ -243,88 +156,12 @@ class Workspace:
                     "named *_TOKEN, *_KEY or *_SECRET, or the API key); write it without the secret, e.g. "
                     "read it from the environment at run time", path=rel)
 
-    # -- race-free walking -------------------------------------------------------------------
-    def _open_root(self) -> int:
-        return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-
+    # -- race-free access ---------------------------------------------------------------------
     def _open_dir(self, parts: list[str], rel: str, *, create: bool) -> int:
-        """A directory fd for `parts` below the root, one `O_NOFOLLOW` step at a time."""
-        fd = self._open_root()
-        try:
-            for i, name in enumerate(parts):
-                nxt = self._step(fd, name, "/".join(parts[:i + 1]), rel, create)
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _step(self, dir_fd: int, name: str, walked: str, rel: str, create: bool) -> int:
-        """Open one directory component without following it; make it (0700) when missing."""
-        for _ in range(_STEP_TRIES):
-            try:
-                return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o700, dir_fd=dir_fd)
-                except FileExistsError:
-                    continue  # someone was first: look again at what is there now
-                try:
-                    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-                except OSError:
-                    continue  # swapped right after we made it: look again
-                os.fchmod(fd, 0o700)  # whatever the umask
-                return fd
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                # O_NOFOLLOW|O_DIRECTORY refused it: a symlink (ELOOP or ENOTDIR) or a file.
-                try:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISLNK(st.st_mode):
-                    raise _symlink_rejected(walked, rel) from None
-                if not stat.S_ISDIR(st.st_mode):
-                    raise PathRejected(f"{rel}: {walked} is not a directory", path=rel, reason="not_a_directory",
-                                       component=walked) from None
-                # A link or a file a moment ago, a directory now: someone is swapping it. Look again.
-        raise PathRejected(f"{rel}: {walked} kept changing (directory / link / file) while being opened",
-                           path=rel, reason="unstable", component=walked)
-
-    def _lstat_existing(self, parts: list[str], rel: str) -> None:
-        """PathRejected if an existing component of `parts` is a symlink (or a file mid-path)."""
-        try:
-            fd = self._open_dir(parts[:-1], rel, create=False)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise _path_error(rel, exc) from None
-        try:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
-        if stat.S_ISLNK(st.st_mode):
-            raise _symlink_rejected("/".join(parts), rel)
+        return open_dir(self.root, parts, rel, create=create)
 
     def _lstat(self, rel: str, policy: PathPolicy) -> os.stat_result:
-        key = self._judge(rel, policy, False)
-        if not key:
-            return os.stat(self.root)
-        parts = key.split("/")
-        fd = self._open_dir(parts[:-1], rel, create=False)
-        try:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-        finally:
-            os.close(fd)
-        if stat.S_ISLNK(st.st_mode):
-            raise _symlink_rejected(key, rel)
-        return st
+        return lstat_key(self.root, self._judge(rel, policy, False), rel)
 
     def lstat(self, rel: str, *, policy: PathPolicy = AGENT) -> os.stat_result:
         """`lstat` of `rel` reached without following links; PathRejected for a symlink."""
@@ -333,7 +170,7 @@ class Workspace:
         except (FileNotFoundError, AgentError):
             raise
         except OSError as exc:
-            raise _read_error(rel, exc) from None
+            raise read_error(rel, exc) from None
 
     def exists(self, rel: str, *, policy: PathPolicy = AGENT) -> bool:
         """True for an existing file or directory that policy and the no-symlink rule allow."""
@@ -357,7 +194,7 @@ class Workspace:
         except (FileNotFoundError, AgentError):
             raise
         except OSError as exc:
-            raise _read_error(rel, exc) from None
+            raise read_error(rel, exc) from None
         try:
             with os.scandir(fd) as it:
                 return sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
@@ -381,7 +218,7 @@ class Workspace:
                 fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise _symlink_rejected(key, rel) from None
+                    raise symlink_rejected(key, rel) from None
                 raise
             finally:
                 os.close(dir_fd)
@@ -395,7 +232,7 @@ class Workspace:
         except (FileNotFoundError, IsADirectoryError, AgentError):
             raise
         except OSError as exc:
-            raise _read_error(rel, exc) from None
+            raise read_error(rel, exc) from None
 
     def read_text(self, rel: str, max_bytes: int | None = None, *, policy: PathPolicy = AGENT) -> str:
         return self.read_bytes(rel, max_bytes, policy=policy).decode("utf-8", errors="replace")
@@ -426,7 +263,7 @@ class Workspace:
         try:
             dir_fd = self._open_dir(parts[:-1], rel, create=True)
             try:
-                self._write_in(dir_fd, parts[-1], raw, key, rel, exclusive)
+                write_in(dir_fd, parts[-1], raw, key, rel, exclusive)
             finally:
                 os.close(dir_fd)
         except AgentError:
@@ -434,59 +271,10 @@ class Workspace:
         except FileExistsError:
             if exclusive:
                 raise
-            raise _write_error(rel, FileExistsError(errno.EEXIST, "file exists")) from None
+            raise write_error(rel, FileExistsError(errno.EEXIST, "file exists")) from None
         except OSError as exc:
-            raise _write_error(rel, exc) from None
+            raise write_error(rel, exc) from None
         return Artifact(key, sha256_bytes(raw), len(raw))
-
-    def _write_in(self, dir_fd: int, name: str, raw: bytes, key: str, rel: str, exclusive: bool) -> None:
-        try:
-            old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            old = None
-        if old is not None:
-            if stat.S_ISLNK(old.st_mode):
-                raise _symlink_rejected(key, rel)
-            if not stat.S_ISREG(old.st_mode):
-                raise PathRejected(f"not a file path: {rel}", path=rel, reason="not_a_file")
-            if exclusive:
-                raise FileExistsError(errno.EEXIST, "file already exists", rel)
-        mode = stat.S_IMODE(old.st_mode) & 0o777 if old is not None else 0o600
-        tmp = f".{name[:_TEMP_STEM]}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
-        token = object()
-        with _pending_lock:
-            if _closing:
-                raise ShuttingDown(f"not writing {rel}: the agent is stopping", path=rel)
-            _pending_temps[token] = (dir_fd, tmp)
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                         dir_fd=dir_fd)
-            try:
-                os.fchmod(fd, mode)  # the old file's bits (an executable stays executable), else 0600
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if exclusive:
-                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-                os.unlink(tmp, dir_fd=dir_fd)
-            else:
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
-            raise
-        finally:
-            with _pending_lock:
-                _pending_temps.pop(token, None)
-        try:
-            os.fsync(dir_fd)
-        except OSError:
-            pass  # some file systems cannot fsync a directory; the rename is still atomic
 
     def append(self, rel: str, data: bytes, *, policy: PathPolicy = AGENT) -> None:
         """Append to a log file (created 0600) reached without following links: the audit log."""
@@ -508,7 +296,7 @@ class Workspace:
         except AgentError:
             raise
         except OSError as exc:
-            raise _write_error(rel, exc) from None
+            raise write_error(rel, exc) from None
 
     def rename(self, src: str, dst: str, *, policy: PathPolicy = AGENT) -> None:
         """Rename within the workspace (log rotation); neither side's directories are followed."""
@@ -526,7 +314,7 @@ class Workspace:
         except (AgentError, FileNotFoundError):
             raise
         except OSError as exc:
-            raise _write_error(dst, exc) from None
+            raise write_error(dst, exc) from None
 
     def remove(self, rel: str, *, policy: PathPolicy = AGENT) -> None:
         """Remove a regular file reached without following links (a test file the command added, taken out)."""
@@ -542,7 +330,7 @@ class Workspace:
         except (AgentError, FileNotFoundError):
             raise
         except OSError as exc:
-            raise _write_error(rel, exc) from None
+            raise write_error(rel, exc) from None
 
     def create_exclusive(self, rel: str, data: bytes | str, *, policy: PathPolicy = MODEL) -> Artifact:
         """Like write_atomic but fails (artifact_write_failed) if the file already exists."""
@@ -578,37 +366,3 @@ class Workspace:
 
             self._state = DigestState(str(self.root))
         return self._state.digest()
-
-
-# -- errors -------------------------------------------------------------------------------------
-def _symlink_rejected(component: str, rel: str) -> PathRejected:
-    return PathRejected(f"{rel}: {component} is a symbolic link; the agent follows no links in the workspace",
-                        path=rel, reason="symlink", component=component)
-
-
-def _errno_name(exc: OSError) -> str:
-    return errno.errorcode.get(exc.errno or 0, "OSError")
-
-
-def _path_error(rel: str, exc: OSError) -> AgentError:
-    """OS errors that say the path itself is unusable → path_rejected with the reason."""
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathRejected(f"{rel}: name too long", path=rel, reason="name_too_long")
-    if exc.errno == errno.ELOOP:
-        return PathRejected(f"{rel}: a component is a symbolic link", path=rel, reason="symlink")
-    if exc.errno == errno.ENOTDIR:
-        return PathRejected(f"{rel}: a component is not a directory", path=rel, reason="not_a_directory")
-    return FileUnreadable(f"cannot access {rel}: {exc.strerror or exc}", path=rel, reason=_errno_name(exc))
-
-
-def _write_error(rel: str, exc: OSError) -> AgentError:
-    """Every OS error of a write as a precise code: the path's fault, or the disk's/permissions'."""
-    if _closing:
-        return ShuttingDown(f"not writing {rel}: the agent is stopping", path=rel)
-    if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):
-        return _path_error(rel, exc)
-    return ArtifactWriteFailed(f"cannot write {rel}: {exc.strerror or exc}", path=rel, reason=_errno_name(exc))
-
-
-def _read_error(rel: str, exc: OSError) -> AgentError:
-    return _path_error(rel, exc)

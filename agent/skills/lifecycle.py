@@ -28,7 +28,8 @@ from agent.skills.home import ALLOWED, DRAFT, SkillsHome
 from agent.skills.metadata import NAME_RE
 from agent.skills.panel import promotion_commands
 from agent.skills.runner import TestReport, run_skill_tests
-from agent.workspace import Workspace, make_private_dirs
+from agent.workspace import Workspace
+from agent.workspace_write import make_private_dirs
 
 __all__ = ["SkillLifecycle", "DraftOutcome", "Validation", "split_reply"]
 

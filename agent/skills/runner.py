@@ -14,7 +14,8 @@ from agent.errors import AgentError
 from agent.plans.limits import PlanLimits
 from agent.plans.runner import run_request
 from agent.skills.home import DRAFT, SkillFile, SkillsHome
-from agent.workspace import Workspace, make_private_dirs
+from agent.workspace import Workspace
+from agent.workspace_write import make_private_dirs
 
 __all__ = ["TestReport", "run_skill_tests", "skill_limits", "last_test_status", "SKILL_OUTPUT_BYTES"]
 

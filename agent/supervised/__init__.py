@@ -14,6 +14,9 @@ One job per module:
 - `nodes`     executes one node (llm_call, plan, skill, decision)
 - `state`     `state/current_task.json` and the per-task harness files of seed 002
 - `events`    the §9 audit entries of one task
+- `task_states` the task's states, exit codes, a new task's record and a run's outcome
+- `machine_core` the task record in a run: saving, audited transitions, how a run ends or pauses
+- `graph_steps` the PLANNING and GRAPH_EXEC steps: plan the graph, run, retry and re-plan nodes
 - `machine`   the state machine that drives a task to COMPLETE / FAILED / paused / stopped
 - `progress`  lines a person reads and the final summary table
 - `cli`       `init`, `doctor`, `run`, `stop`, `log` (and registers `approvals`)

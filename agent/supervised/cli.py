@@ -163,10 +163,11 @@ def _config_or_none(home: Any) -> Any:
 
 def _run(home: Any, args: argparse.Namespace) -> int:
     from agent.errors import AgentError
-    from agent.supervised.machine import Machine, RunOptions, new_task
+    from agent.supervised.machine import Machine
     from agent.supervised.models import ModelPicker
     from agent.supervised.progress import Progress, summary_table
     from agent.supervised.state import TERMINAL, load_current
+    from agent.supervised.task_states import RunOptions, new_task
 
     tty = sys.stdin.isatty() and sys.stdout.isatty()
     if args.reset:
