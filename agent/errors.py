@@ -41,6 +41,8 @@ AgentError
 │   ├── SkillMetadataInvalid      skill_metadata_invalid
 │   ├── SkillNotFound             skill_not_found
 │   └── SkillDependencyError      skill_dependency_error
+├── InvalidAnswer                 invalid_model_response (fed back to the model, never sent as is)
+│   └── StartOver                 invalid_model_response
 ├── SandboxUnavailable            sandbox_unavailable
 ├── SupervisedError
 │   ├── HomeConfigInvalid         home_config_invalid
