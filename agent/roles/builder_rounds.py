@@ -11,6 +11,7 @@ out of the goal's prose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,14 +115,19 @@ def _missing(ctx: CommandContext) -> str:
                     + ", which the task asks for: add it." for d in new_definitions_named(ctx))
 
 
-def _gap(ctx: CommandContext) -> str:
-    """Once the tests pass (or no tests run): what the task still asks for, as one more round's request."""
-    if not enabled(ctx, "missing_definition_round"):
-        return ""
-    gap = _missing(ctx)
+def _gap(ctx: CommandContext, examples_gap: Callable[[], str] | None = None) -> tuple[str, bool]:
+    """Once the tests pass (or no tests run): what the task still asks for, as one more round's
+    request, and whether that is the goal's examples."""
+    gap = _missing(ctx) if enabled(ctx, "missing_definition_round") else ""
     if gap:
         applied(ctx, "missing_definition_round", missing=gap[:200])
-    return gap
+        return gap, False
+    if examples_gap is not None and enabled(ctx, "goal_example_round"):
+        gap = examples_gap()
+        if gap:
+            applied(ctx, "goal_example_round", failing=gap[:200])
+            return gap, True
+    return "", False
 
 
 def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
@@ -251,12 +257,14 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
-def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
+                    examples_gap: Callable[[], str] | None = None) -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
     whose goal is not about prose). A definition the goal names that is still missing once the tests pass
-    is a reason for one more round, never a reason to reject what the tests accept."""
+    is a reason for one more round, never a reason to reject what the tests accept; so is, once,
+    `examples_gap()`: the goal's examples that fail on the code now (and did not hold before the command)."""
     files = _Files(ctx)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
@@ -281,7 +289,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         summary = words
         if not testing:
             files.keep()
-            entry["gap"] = _gap(ctx)
+            entry["gap"], asked = _gap(ctx, examples_gap)
+            examples_gap = None if asked else examples_gap  # once: a second miss may be the example's
             if not entry["gap"]:
                 break
             continue
@@ -296,7 +305,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            entry["gap"] = _gap(ctx) if entry["outcome"] == "kept" else ""
+            entry["gap"], asked = _gap(ctx, examples_gap) if entry["outcome"] == "kept" else ("", False)
+            examples_gap = None if asked else examples_gap
             if not entry["gap"]:
                 break
     if all(e["outcome"] == "unusable" for e in log):
