@@ -36,8 +36,6 @@ from agent.roles.task_files import (
     builder_files,
     examples_for_plans,
     load_json,
-    restatable_text,
-    restates_goal,
 )
 from agent.roles.testrun import test_workspace, tests_section
 from agent.workspace import AGENT_DIR, sanitize_id
@@ -146,25 +144,11 @@ def grounding_errors(ctx: CommandContext, findings: list[dict[str, Any]]) -> dic
     return errors
 
 
-def _only_the_goal_again(answer: dict[str, Any], checked: list[dict[str, Any]], known: str) -> bool:
-    """`changes_requested` whose every finding restates `known` (restatable_text), while every one
-    of the goal's examples holds (and there are some): the review names nothing the code does wrong."""
-    return (answer["status"] == "changes_requested" and bool(checked) and all(r["held"] for r in checked)
-            and bool(answer["findings"])
-            and all(restates_goal(str(f.get("comment", "")), known) for f in answer["findings"]))
-
-
-def _rules(ctx: CommandContext, shown: list[str], checked: list[dict[str, Any]], known: str):  # type: ignore[no-untyped-def]
+def _rules(ctx: CommandContext, shown: list[str]):  # type: ignore[no-untyped-def]
     def check(answer: dict[str, Any]) -> None:
         for f in answer["findings"]:
             if isinstance(f.get("path"), str):
                 f["path"] = f["path"].strip().removeprefix("./")
-        if _only_the_goal_again(answer, checked, known):
-            raise InvalidAnswer(
-                "each finding only says again what the goal, the spec or these instructions say; the agent ran the goal's own examples on this code and "
-                f"each holds ({'; '.join(r['call'] for r in checked)[:300]}). If the code does what the goal "
-                "says, approve. Otherwise say in each finding what the code does wrong: the line, an input, "
-                "and what it gives for it.")
         errors = grounding_errors(ctx, answer["findings"])
         if errors and answer["status"] == "approved":
             # Notes on an approval change nothing in lorch: drop the ungrounded ones quietly.
@@ -177,14 +161,8 @@ def _rules(ctx: CommandContext, shown: list[str], checked: list[dict[str, Any]],
     return check
 
 
-def _salvage(ctx: CommandContext, checked: list[dict[str, Any]], known: str):  # type: ignore[no-untyped-def]
+def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def salvage(answer: dict[str, Any]) -> dict[str, Any] | None:
-        if _only_the_goal_again(answer, checked, known):
-            ctx.log("warn", "review: changes requested that only restate the goal (or the spec, or the "
-                    "instructions), whose examples all hold; taken as an approval", findings=len(answer["findings"]))
-            return {**answer, "status": "approved", "findings": [],
-                    "summary": f"The goal's {len(checked)} examples hold; the review's findings only restated "
-                               "the goal: " + str(answer["summary"])[:300]}
         errors = grounding_errors(ctx, answer["findings"])
         kept: list[dict[str, Any]] = []
         lines_dropped = 0
@@ -273,9 +251,8 @@ def handle(ctx: CommandContext) -> Outcome:
         parts.append(since)
     parts.append("## Project files\n" + ("\n".join(listing) or "(none)"))
     ctx.progress(f"asking the model to review {len(to_read)} files", stage="reviewing")
-    known = restatable_text(ctx, to_read)
-    answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read, checked, known),
-                                           salvage=_salvage(ctx, checked, known),
+    answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read),
+                                           salvage=_salvage(ctx),
                                            plan_context={"examples": examples_for_plans(ctx, checked, to_read)}),
                            "\n".join(parts))
     data = answer.data

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.loop import AnswerSpec, obtain_answer
 from agent.answering.strategies import applied, enabled
 from agent.clock import utc_now
 from agent.command_context import CommandContext, Outcome
@@ -20,14 +20,12 @@ from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
-from agent.roles.prompting import quote_feedback, quote_files, quote_json, read_project_text, report_cuts
+from agent.roles.prompting import quote_feedback, quote_files, quote_json, report_cuts
 from agent.roles.task_files import (
     builder_files,
     examples_for_plans,
     find_spec,
     load_json,
-    restatable_text,
-    restates_goal,
 )
 from agent.workspace import sanitize_id
 
@@ -92,76 +90,17 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return prepare
 
 
-_BARE_PATH = re.compile(r"\.?/?[\w./-]+\.\w{1,5}")
-
-
-# Words that say nothing about code: "Inputs and Changelog updated" is the maintainer's own work, and
-# "Review approved, task meets goal" says the work is done; asked of the builder, either keeps
-# lorch's loop going on right code until its bound fails the run.
-_FILLER = frozenset("a an and the of in to with for on section sections spec heading headings updated update "
-                    "updates edited edit added add entry entries note notes new is are was were has have been "
-                    "be needs need needed & + , . review reviewed approved approval task tasks meets met goal "
-                    "goals done complete completed it all as expected".split())
-_PROMPT_HEADINGS = ("inputs", "goal", "files", "task")  # headings of the maintainer's prompt, cited as sections
-
-
-# Words that name no change once the agent has run the goal's examples and each holds: "fix
-# temperature.py to match the expected output" of a right fix, or ["findings"] with "the goal's
-# examples do not hold" while they all hold, would keep lorch's loop going on right code.
-_VAGUE = frozenset("fix fixed fixes fixing match matches matching expected expectation expectations output "
-                   "outputs result results correct correctly incorrect incorrectly bug bugs work works working "
-                   "properly should must behaviour behavior implementation implemented implement code function "
-                   "functions make sure return returns returned value values so that according accordingly "
-                   "this its their test tests pass passes passing finding findings example examples hold holds "
-                   "not do does".split())
-
-
-def _nothing_for_the_builder(changes: list[Any], headings: tuple[str, ...] = (), vague: bool = False) -> bool:
-    """Required changes that only name spec sections ("status", "changelog", the spec's own headings,
-    the prompt's "Inputs"), the maintainer's own work ("updated", "added"), or files ("fizzbuzz.py"):
-    nothing the builder could act on. Each such request costs an implement_changes and a review
-    (`["fizzbuzz.py"]`, `["Inputs and Changelog updated"]` for right code), and repeated it ends
-    the run at the spec loop's bound."""
-    names = sorted({*(a.lower() for a in ALLOWED_SECTIONS), *(h.lower() for h in headings), *_PROMPT_HEADINGS,
-                    "open_questions"}, key=len, reverse=True)
-
-    def bookkeeping(change: str) -> bool:
-        text = change.replace("_", " ").lower()
-        for name in names:  # longest first: "open questions" before "questions"
-            text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", " ", text)
-        text = _BARE_PATH.sub(" ", text)
-        return all(w in _FILLER or (vague and w in _VAGUE) for w in re.findall(r"[\w&+]+|[,.]", text))
-
-    return bool(changes) and all(isinstance(c, str) and bookkeeping(c) for c in changes)
-
-
 class _Answers:
     """The answers seen for one command: the spec's check, and the best one to fall back on.
 
-    A model told that a section may not be edited may answer `changes_requested` with its own
-    sections as required changes ("status", "changelog", …) — nothing the builder could do — and
-    repeat it in every round of lorch's loop. Such an answer is sent back; after the repairs the agent falls back on
-    the earlier answer whose allowed edits it can apply, dropping the forbidden ones.
+    After the repairs the agent falls back on the earlier answer whose allowed edits it can apply,
+    dropping the forbidden ones.
     """
 
-    def __init__(self, ctx: CommandContext, spec: str | None, checked: list[dict[str, Any]]) -> None:
+    def __init__(self, ctx: CommandContext, spec: str | None) -> None:
         self.ctx = ctx
         self.spec = spec
-        text = read_project_text(ctx, spec) if spec else None
-        self.headings = tuple(m.group(2) for line in (text or "").splitlines() if (m := _HEADING.match(line)))
         self.with_edits: dict[str, Any] | None = None  # the last answer with at least one allowed edit
-        # The goal's examples all hold: a change that is vague or only says the goal (or the spec, or
-        # these instructions) again names nothing the code does wrong.
-        self.examples_hold = bool(checked) and all(r["held"] for r in checked)
-        self.calls = "; ".join(r["call"] for r in checked)[:300]
-        self.known = restatable_text(ctx, [spec] if spec else [])
-
-    def nothing(self, changes: list[Any]) -> bool:
-        """Required changes that give the builder nothing to do (see _nothing_for_the_builder)."""
-        if _nothing_for_the_builder(changes, self.headings, vague=self.examples_hold):
-            return True
-        return self.examples_hold and bool(changes) and all(
-            isinstance(c, str) and restates_goal(c, self.known) for c in changes)
 
     def check(self, answer: dict[str, Any]) -> None:
         edits = answer.get("section_edits") or []
@@ -170,35 +109,17 @@ class _Answers:
                                     "(no_changes_needed or changes_requested)")
         if self.spec is not None and any(edit_error(e) is None for e in edits):
             self.with_edits = answer
-        if answer.get("status") == "changes_requested" and self.nothing(answer.get("required_changes") or []):
-            held = (f"; the agent ran the goal's own examples on the code and each holds ({self.calls})"
-                    if self.examples_hold else "")
-            raise InvalidAnswer(
-                "required_changes name only spec sections or files, or say nothing the code must change (" +
-                ", ".join(answer["required_changes"][:6]) + "): sections are yours to edit, and a file name says "
-                f"nothing the builder can do{held}. If the code meets the spec, answer status "
-                f"\"updated\" with section_edits of {', '.join(ALLOWED_SECTIONS)}; use changes_requested only "
-                "for code that contradicts the spec, saying what the code must change.")
         check_edits(answer)
 
     def salvage(self, answer: dict[str, Any]) -> dict[str, Any] | None:
-        if self.nothing(answer.get("required_changes") or []) or not answer.get("section_edits"):
-            if self.with_edits is not None and answer is not self.with_edits:
-                self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
-                answer = self.with_edits
-            elif answer.get("status") == "changes_requested" and (self.spec is None or not any(
-                    edit_error(e) is None for e in answer.get("section_edits") or [])):
-                self.ctx.log("info", "spec: changes requested of the spec's own sections or of bare file "
-                             "names only, taken as no_changes_needed")
-                return {**answer, "status": "no_changes_needed", "required_changes": []}
+        if not answer.get("section_edits") and self.with_edits is not None and answer is not self.with_edits:
+            self.ctx.log("info", "spec: falling back on the earlier answer with edits it may make")
+            answer = self.with_edits
         edits = answer.get("section_edits") or []
         kept = [e for e in edits if edit_error(e) is None] if self.spec is not None else []
         dropped = [str(e["section"]) for e in edits if e not in kept]
         self.ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
         out = {**answer, "section_edits": kept}
-        if out["status"] == "changes_requested" and self.nothing(out.get("required_changes") or []):
-            self.ctx.log("info", "spec: changes requested of the spec's own sections only; none sent to the builder")
-            out.update(status="updated" if kept else "no_changes_needed", required_changes=[])
         if not kept:
             out.pop("section_edits")
             if out["status"] == "updated":
@@ -247,7 +168,7 @@ def handle(ctx: CommandContext) -> Outcome:
     if checked:
         parts.append(examples_section(checked))
     ctx.progress(f"asking the model about the spec {spec or '(none found)'}", stage="updating_spec")
-    seen = _Answers(ctx, spec, checked)
+    seen = _Answers(ctx, spec)
     try:
         answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage,
                                                plan_context={"examples": examples_for_plans(ctx, checked, [])}),

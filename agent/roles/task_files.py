@@ -12,16 +12,13 @@ from typing import Any
 
 import orjson
 
-from agent.answering.answer_spec import strings_in
-from agent.answering.conversation import system_prompt
 from agent.command_context import CommandContext
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
 from agent.roles.goal_examples import said
-from agent.roles.prompting import read_project_text
 from agent.workspace import sanitize_id
 
-__all__ = ["SPEC_SEARCH", "builder_files", "find_spec", "restates_goal", "restatable_text", "examples_for_plans",
+__all__ = ["SPEC_SEARCH", "builder_files", "find_spec", "examples_for_plans",
            "load_json"]
 
 SPEC_SEARCH = ("MASTER-SPEC.md", "SPEC.md", "spec.md", "specs/MASTER-SPEC.md", "specs/SPEC.md",
@@ -61,33 +58,6 @@ def find_spec(ctx: CommandContext) -> str | None:
         return None
     return next((f"specs/{n}" for n in names if n.lower().endswith(".md") and not n.startswith(".")
                  and ctx.workspace.is_file(f"specs/{n}", policy=AGENT)), None)
-
-
-_WORD = re.compile(r"[a-z_][a-z0-9_]{2,}|\d+")
-_PLAIN = frozenset("the and for that this with goal function method code should must needs need not are was "
-                   "its from into when then also all any has have does did make sure".split())
-
-
-def restates_goal(comment: str, goal: str) -> bool:
-    """A finding that is the goal said again (at least 5 words besides plain ones like "the" or
-    "function", at most one in ten not the goal's; an input of its own makes it concrete): nothing
-    the builder can act on. A small model may restate the goal as its finding for code whose
-    examples hold, every round; each time the builder is asked again and may break the working
-    function."""
-    words = [w for w in _WORD.findall(comment.lower()) if w not in _PLAIN]
-    known = set(_WORD.findall(goal.lower()))
-    return len(words) >= 5 and sum(w not in known for w in words) <= len(words) // 10
-
-
-def restatable_text(ctx: CommandContext, shown: list[str]) -> str:
-    """What a finding may only say again: the goal, the reviewer's own instructions and the
-    project's prose files under review (spec, plan): small models also repeat their own
-    instructions ("…review the implementation of the task against its goal…") or a line of the
-    spec as a finding."""
-    docs = [read_project_text(ctx, p, max_bytes=64 * 1024) or "" for p in shown if p.lower().endswith((".md", ".txt"))]
-    # The paths themselves too: naming a file says nothing it must change, and a restated goal that
-    # names a file would otherwise pass as concrete until review_loop_limit on right code.
-    return " ".join([*strings_in(ctx.cmd.inputs), system_prompt(ctx.role, "json"), *docs, *shown])
 
 
 def _example_path(ctx: CommandContext, result: dict[str, Any], to_read: list[str]) -> str:
