@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from role_context import FakeModel, make_context
-from support import events, make_command
 
 from agent.roles.goal_definitions import NewDefinition, new_definitions_named
 
@@ -39,20 +37,3 @@ def test_builtins_imports_and_method_calls_ask_for_nothing_new(tmp_path: Path) -
     goal = "In cart.py, total() must use len(items) and self.items.values() and json.dumps(x) as they are."
     (tmp_path / "cart.py").write_text("import json\n" + CART)
     assert new_definitions_named(make_context(tmp_path, "implement", FakeModel([]), inputs={"goal": goal})) == []
-
-
-def test_a_review_that_approves_without_the_named_method_requests_it(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    # The 0.5B (run W5): the builder's change withdrawn, nothing in its place, and the second review
-    # approved cart.py without `remove`; lorch said success and the behavioural check failed.
-    (workspace / "cart.py").write_text(CART)
-    approve = json.dumps({"status": "approved", "summary": "looks good", "findings": []})
-    got = spawn("reviewer", replies=[approve]).run(make_command("review", inputs={"goal": GOAL}))
-    done = events(got, "review.completed")[-1]
-    assert done["status"] == "changes_requested"
-    assert done["payload"]["findings"] == [{"path": "cart.py", "comment": "cart.py does not define "
-                                            "remove(name, quantity=1) in class Cart, which the goal asks for"}]
-    (workspace / "cart.py").write_text(CART + "\n    def remove(self, name, quantity=1):\n        del self.items[name]\n")
-    got = spawn("reviewer", replies=[approve]).run(make_command("review", inputs={"goal": GOAL}, task_id="T-0002"))
-    assert events(got, "review.completed")[-1]["status"] == "approved"
-
-

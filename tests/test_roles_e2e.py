@@ -500,17 +500,3 @@ def test_builder_answer_with_a_secret_is_repaired_and_written_exactly(spawn, wor
     assert (workspace / "cfg.py").read_text() == exact  # as asked: nothing rewritten
     audit = (workspace / "logs/luallm-agent/audit.jsonl").read_text()
     assert "secret_in_artifact" in audit and secret not in audit
-
-
-def test_a_whole_answer_given_as_section_edits_gives_its_own_edits(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # The 0.5B's spec plan (run gram27): the answer built in a local, then
-    # `return {status = "updated", summary = ..., section_edits = <that local>}`; three times, exit 3.
-    (workspace / "SPEC.md").write_text(SPEC)
-    inner = {"status": "updated", "summary": "status recorded",
-             "section_edits": [{"section": "Status", "content": "add and sub exist."}]}
-    nested = json.dumps({"status": "updated", "summary": "status recorded", "section_edits": inner})
-    agent = spawn("spec_maintainer", replies=[nested])  # one reply: no repair round is needed
-    done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
-    assert done["payload"]["edited_sections"] == ["Status"]
-    assert "## Status\n\nadd and sub exist.\n" in (workspace / "SPEC.md").read_text()
-    assert b"a whole answer given as section_edits" in (tmp_path / "stderr-0.txt").read_bytes()

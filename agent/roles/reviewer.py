@@ -21,7 +21,6 @@ from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
 from agent.prompt import PromptBuilder
-from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import (
@@ -181,24 +180,6 @@ def _salvage(ctx: CommandContext):  # type: ignore[no-untyped-def]
     return salvage
 
 
-def _definitions_decide(ctx: CommandContext, data: dict[str, Any]) -> None:
-    """An approval while the file the goal names still lacks a definition the goal asks for is a
-    request for changes, citing it: otherwise a review may approve code that lacks what the goal
-    asks for (say, after the builder's change was withdrawn), and lorch's run ends in a false
-    success."""
-    if data["status"] != "approved":
-        return
-    missing = new_definitions_named(ctx)
-    if not missing:
-        return
-    findings = [{"path": d.path, "comment": f"{d.path} does not define {d.name}({d.params})"
-                 + (f" in class {d.cls}" if d.cls else "") + ", which the goal asks for"} for d in missing]
-    ctx.log("info", "review: approval overruled, a definition the goal names is missing",
-            missing=[d.name for d in missing])
-    data.update(status="changes_requested", findings=[*data["findings"], *findings],
-                summary=f"{', '.join(d.name for d in missing)} missing: " + str(data["summary"])[:300])
-
-
 def _unresolved(findings: list[dict[str, Any]]) -> list[str]:
     out = []
     for f in findings:
@@ -256,7 +237,6 @@ def handle(ctx: CommandContext) -> Outcome:
                                            plan_context={"examples": examples_for_plans(ctx, checked, to_read)}),
                            "\n".join(parts))
     data = answer.data
-    _definitions_decide(ctx, data)
     review = {"task_id": cmd.task_id, "status": data["status"], "findings": data["findings"],
               "summary": data["summary"], "created_at": utc_now()}
     art = ctx.write(_review_file(cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))

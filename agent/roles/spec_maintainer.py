@@ -62,12 +62,6 @@ def check_edits(answer: dict[str, Any]) -> None:
 def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def prepare(answer: Any) -> Any:
         edits = answer.get("section_edits") if isinstance(answer, dict) else None
-        if isinstance(edits, dict) and isinstance(edits.get("section_edits"), list):
-            # A whole answer where its edits belong (a plan that built the answer in a local and
-            # returned `section_edits = <that local>`): the agent takes the inner answer's edits.
-            ctx.log("info", "spec: a whole answer given as section_edits; its own section_edits taken")
-            answer = {**answer, "section_edits": edits["section_edits"]}
-            edits = answer["section_edits"]
         if isinstance(edits, dict) and {"section", "content"} <= edits.keys():
             # One edit where a list of them belongs: the agent wraps it (a model repeats this slip
             # after every schema refusal, and a failed update_spec ends lorch's run).
