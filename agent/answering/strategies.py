@@ -54,6 +54,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("keep_cut_reply", "agent/roles/builder_rounds.py",
              "a builder reply still being written when the round's time runs out (the command's deadline less "
              "the time its tests take) is cut there, and the files it gave whole are used"),
+    Strategy("stop_at_test_file", "agent/roles/builder_rounds.py",
+             "a builder reply that begins a project test file after a closed block is ended there (the file "
+             "would be refused), so the model stops writing it back"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("goal_example_round", "agent/roles/builder_rounds.py",

@@ -62,6 +62,7 @@ class ModelRequest:
     temperature: float = 0.2
     grammar: str | None = None
     answer_by: float | None = None
+    stop: tuple[str, ...] = ()  # the reply ends before the first of these: finish_reason "stop_string"
 
     def digest(self) -> str:
         return request_digest(self.messages)

@@ -54,7 +54,8 @@ from agent.models.limits import DEFAULT_FIRST_TOKEN_S, DEFAULT_MAX_RESPONSE_BYTE
 from agent.models.repetition import RepetitionWatch
 from agent.models.retry import parse_retry_after
 from agent.models.sse import ChatStream, SSEDecoder, StreamError
-from agent.models.watchdog import StreamWatchdog
+from agent.models.stops import StopStrings, cut_at_stop
+from agent.models.watchdog import StreamWatchdog, timeout_kind
 from agent.redact import MASK
 
 __all__ = ["OpenAIChatModel"]
@@ -269,7 +270,7 @@ class OpenAIChatModel:
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     system = next((str(m.get("content") or "") for m in request.messages
                                    if m.get("role") == "system"), "")
-                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens())
+                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens(), request.stop)
                     reply = self._stream_reply(request, stream, watchdog)
                 else:  # not streaming (asked not to, or the server ignored `stream`)
                     reply = self._parse(self._read_body(response, watchdog), request, watchdog)
@@ -281,7 +282,7 @@ class OpenAIChatModel:
                 return _Exchange(200, httpx.Headers(), reply=self._cut_reply(request, stream, watchdog))
             raise self._timeout(exc.why, watchdog, stream) from None
         except httpx.TimeoutException as exc:
-            raise self._timeout(_timeout_kind(exc, watchdog), watchdog, stream) from None
+            raise self._timeout(timeout_kind(exc, watchdog), watchdog, stream) from None
         except httpx.ConnectError as exc:
             raise ModelError(f"cannot connect to model {self.model!r} at {self.url}: "
                              f"{self._scrub(str(exc)) or 'connection failed'}",
@@ -321,9 +322,9 @@ class OpenAIChatModel:
         return b"".join(parts).decode("utf-8", errors="replace")
 
     def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream,
-                     system: str = "", max_tokens: int = 0) -> None:
+                     system: str = "", max_tokens: int = 0, stop: tuple[str, ...] = ()) -> None:
         sse = SSEDecoder()
-        repeats = RepetitionWatch(echo_of=system, max_tokens=max_tokens)
+        repeats, stops = RepetitionWatch(echo_of=system, max_tokens=max_tokens), StopStrings(stop)
         try:
             # The cap is on the reply's text; the stream's framing (an event of ~100 bytes per token)
             # gets room of its own, so a reply just under the cap is read whole.
@@ -332,6 +333,11 @@ class OpenAIChatModel:
                     added = stream.event(name, payload)
                     if added and stream.finish_reason is None:
                         repeats.feed(added)
+                        if (end := stops.feed(added)) is not None:
+                            stream.end_at(end)
+                            stream.finish_reason = "stop_string"  # closing the stream stops the generation
+                            self._audit("model_stop_string", chars=end)
+                            return
                 if stream.chars > self.max_response_bytes:
                     raise ResponseTooLarge(self.max_response_bytes, stream.chars)
                 if stream.done:
@@ -420,7 +426,10 @@ class OpenAIChatModel:
                              model=self.model, provider=self.provider)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-        return ModelReply(text=content, model=str(data.get("model") or self.model), provider=self.provider,
+        text = cut_at_stop(content, request.stop)
+        if len(text) < len(content):
+            finish = "stop_string"
+        return ModelReply(text=text, model=str(data.get("model") or self.model), provider=self.provider,
                           usage=Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
                                       watchdog.elapsed_ms()),
                           finish_reason=finish if isinstance(finish, str) else None)
@@ -468,22 +477,6 @@ class BoundedReader:
             yield tail
         if watchdog is not None and watchdog.fired is not None:  # the body "ended" because we cut it
             raise _Expired(watchdog.fired)
-
-
-def _timeout_kind(exc: httpx.TimeoutException, watchdog: StreamWatchdog) -> str:
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "connect"
-    if isinstance(exc, httpx.WriteTimeout):
-        return "write"
-    if isinstance(exc, httpx.PoolTimeout):
-        return "pool"
-    if watchdog.fired:
-        return watchdog.fired
-    # httpx's own read timeout (the backstop, or while waiting for headers)
-    expired = watchdog.expired()
-    if expired:
-        return expired
-    return "first_byte" if watchdog.first_byte_at is None else "stall"
 
 
 def _prompt_chars(request: ModelRequest) -> int:

@@ -86,6 +86,11 @@ class ChatStream:
     def text(self) -> str:
         return "".join(self._parts)
 
+    def end_at(self, chars: int) -> None:
+        """Keep the first `chars` characters of the reply (a stop string was reached)."""
+        self._parts = [self.text[:chars]]
+        self.chars = chars
+
     def event(self, name: str, data: str) -> str:
         """Fold one event in; returns the reply text it added ("" for none)."""
         added = ""

@@ -22,7 +22,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["StreamWatchdog"]
+import httpx
+
+__all__ = ["StreamWatchdog", "timeout_kind"]
 
 
 class StreamWatchdog:
@@ -110,3 +112,20 @@ class StreamWatchdog:
             socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def timeout_kind(exc: httpx.TimeoutException, watchdog: StreamWatchdog) -> str:
+    """Which limit an httpx timeout stands for, the watchdog's own first."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect"
+    if isinstance(exc, httpx.WriteTimeout):
+        return "write"
+    if isinstance(exc, httpx.PoolTimeout):
+        return "pool"
+    if watchdog.fired:
+        return watchdog.fired
+    # httpx's own read timeout (the backstop, or while waiting for headers)
+    expired = watchdog.expired()
+    if expired:
+        return expired
+    return "first_byte" if watchdog.first_byte_at is None else "stall"

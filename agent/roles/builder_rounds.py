@@ -208,11 +208,23 @@ def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
     return ctx.deadline - reserve
 
 
-def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float) -> str:
+def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
+    """Where a reply ends: a project test file begun after a closed block. It would be refused (the
+    project's tests stay as they are), and writing it back costs a small model minutes; a reply that
+    begins with it is read on, as the files after it may be the change."""
+    tests = [p for p in project_files(ctx.workspace, 500) if is_test_path(p) and p not in files.before]
+    return tuple(f"```\n{gap}{pre}{p}{post}\n```" for p in tests for gap in ("", "\n")
+                 for pre, post in (("", ""), ("`", "`"), ("**", "**"), ("### ", ""), ("File: ", "")))
+
+
+def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float, stop: tuple[str, ...] = ()) -> str:
     request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
-                           max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s))
+                           max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
+    if reply.finish_reason == "stop_string":  # the stop string begins with the closing fence: put it back
+        applied(ctx, "stop_at_test_file", chars=len(reply.text))
+        return reply.text + "```\n"
     if reply.finish_reason == "time":
         ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
                         "files it gave whole are used", chars=len(reply.text))
@@ -224,7 +236,7 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
                test_s: float = 0.0) -> tuple[dict[str, Any], str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
     try:
-        reply = _ask(ctx, user, temperature, test_s)
+        reply = _ask(ctx, user, temperature, test_s, _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ())
     except ShuttingDown:
         raise
     except AgentError as exc:
