@@ -39,3 +39,9 @@ def test_passing_tests_are_stated_and_no_command_means_no_section(tmp_path: Path
     right = CALC.replace("return a + b\n", "return a * b\n").replace("return a * b\n", "return a + b\n", 1)
     assert "Result: pass (2 passed)\n" in _review(tmp_path, right, f"{sys.executable} -m unittest -q test_calc")
     assert "## The project's tests" not in _review(tmp_path, right, None)
+
+
+def test_with_a_test_command_the_test_files_result_is_quoted_instead_of_the_file(tmp_path: Path) -> None:
+    with_command = _review(tmp_path, CALC, f"{sys.executable} -m unittest -q test_calc")
+    assert "### test_calc.py" not in with_command and "### calc.py" in with_command
+    assert "### test_calc.py" in _review(tmp_path, CALC, None)

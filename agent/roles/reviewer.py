@@ -17,6 +17,7 @@ import orjson
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
 from agent.clock import utc_now
 from agent.command_context import CommandContext, Outcome
+from agent.edits.changes import is_test_path
 from agent.errors import AgentError, ReviewLoopLimit
 from agent.pathpolicy import AGENT
 from agent.project_files import bookkeeping_reason, line_count, paths_named_in, project_files
@@ -215,8 +216,11 @@ def handle(ctx: CommandContext) -> Outcome:
     to_read = [p for p in dict.fromkeys([*changed, *task_files, *named, *previous])
                if bookkeeping_reason(p) is None and read_project_text(ctx, p, max_bytes=1) is not None]
     # Small project files as well, while they fit: a review may not know what the builder wrote
-    # (no receipts when the builder ran elsewhere), and a finding can only cite what it saw.
-    to_read += small_project_files(ctx, listing, set(to_read))
+    # (no receipts when the builder ran elsewhere), and a finding can only cite what it saw. Test
+    # files only without a test command: with one, their result is quoted instead, at a fraction of
+    # the prompt (a test file is often the largest file of the project).
+    tests = _tests_now(ctx)
+    to_read += [p for p in small_project_files(ctx, listing, set(to_read)) if tests is None or not is_test_path(p)]
     parts = [f"# Review task {cmd.task_id} (round {round_no} of at most {limit})", quote_json("Inputs", cmd.inputs),
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review (with line numbers)\n" + (quote_files(ctx, budget, to_read, numbered=True)
@@ -224,7 +228,6 @@ def handle(ctx: CommandContext) -> Outcome:
     checked = run_goal_examples(ctx)
     if checked:
         parts.append(examples_section(checked))
-    tests = _tests_now(ctx)
     if tests:
         parts.append(tests_section(tests))
     since = _since_last_review(ctx, budget, to_read)
