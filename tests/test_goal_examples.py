@@ -56,36 +56,6 @@ def test_an_exception_the_goal_names_is_an_example_too() -> None:
                                         "g(1) raises TypeError"]
 
 
-def test_a_review_that_only_restates_the_goal_while_its_examples_hold_is_sent_back_then_taken_as_approval(
-        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-0.5B under real lorch, fix-palindrome: the goal said again as the finding, every round
-    (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
-    again = json.dumps({"status": "changes_requested", "summary": "fix it", "findings": [
-        {"path": "temp.py", "line": 1, "comment": "Fix f_to_c in temp.py: f_to_c(212) must return 100.0 and "
-                                                  "f_to_c(32) must return 0.0"}]})
-    rec = tmp_path / "rec.jsonl"
-    agent = spawn("reviewer", "--record", str(rec), "--test-command", "true", "--max-repairs", "1",
-                  replies=[again, again])
-    out = agent.run(make_command("review", inputs=GOAL))
-    done = events(out, "review.completed")[-1]
-    assert done["status"] == "approved" and done["payload"]["findings"] == []
-    assert done["payload"]["summary"].startswith("The goal's 2 examples hold; the review's findings only restated")
-    assert "each finding only says again what the goal, the spec or these instructions say; the agent ran the goal's own examples on this code and each " \
-           "holds (f_to_c(212); f_to_c(32))" in _requests(rec)[1]
-    warns = [m for m in out if m.get("kind") == "log" and m.get("level") == "warn"]
-    assert any("only restate the goal" in m["message"] for m in warns)
-    # a concrete finding (an input of its own) stands, and so does any finding while an example fails
-    concrete = json.dumps({"status": "changes_requested", "summary": "s", "findings": [
-        {"path": "temp.py", "line": 1, "comment": "f_to_c(-40) must return -40.0"}]})
-    agent = spawn("reviewer", "--test-command", "true", replies=[concrete])
-    assert events(agent.run(make_command("review", task_id="T-2", inputs=GOAL)), "review.completed")[-1]["status"] \
-        == "changes_requested"
-    (workspace / "temp.py").write_text(BUGGY)
-    agent = spawn("reviewer", "--test-command", "true", replies=[again])
-    assert events(agent.run(make_command("review", task_id="T-3", inputs=GOAL)), "review.completed")[-1]["status"] \
-        == "changes_requested"
-
-
 def test_a_review_plan_reads_the_examples_the_agent_ran_from_its_context(spawn, workspace: Path,
                                                                         tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # The worked example's plan, sent back as it is (what the 0.5B does with any example), reviews any
@@ -108,30 +78,3 @@ def test_a_review_plan_reads_the_examples_the_agent_ran_from_its_context(spawn, 
     done = events(agent.run(make_command("review", task_id="T-2", inputs=GOAL)), "review.completed")[-1]
     assert done["status"] == "approved" and done["payload"]["findings"] == []
     assert done["payload"]["summary"] == "the goal's examples hold"
-
-
-def test_a_finding_that_only_restates_the_instructions_or_the_spec_is_no_finding(
-        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-0.5B under real lorch (runs U, gram2): after a start over its only finding was the
-    # reviewer's own instructions, four rounds running; in another run, the spec's Status line.
-    (workspace / "temp.py").write_text(BUGGY.replace("f - 32 * 5 / 9", "(f - 32) * 5 / 9"))
-    (workspace / "SPEC.md").write_text("# Spec\n## Status\n`c_to_f` works. `f_to_c` has a bug (T-0001).\n")
-    instructions = {"path": "temp.py", "comment": "The goal is to fix the implementation of the task against its "
-                    "goal, using the files quoted below (with line numbers). Answer `approved` when the goal is met."}
-    status = {"path": "temp.py", "comment": "c_to_f works, but T-0001 has a bug in f_to_c"}
-    (workspace / "tests").mkdir(exist_ok=True)
-    (workspace / "tests/test_temp_units.py").write_text("import temp\n")
-    # run V: the goal said again of another file it names
-    of_a_file = {"path": "tests/test_temp_units.py", "comment": "Fix f_to_c in tests/test_temp_units.py: f_to_c(212) "
-                                                                "must return 100.0"}
-    for i, finding in enumerate((instructions, status, of_a_file)):
-        said_again = json.dumps({"status": "changes_requested", "summary": "s", "findings": [finding]})
-        agent = spawn("reviewer", "--test-command", "true", "--max-repairs", "1", replies=[said_again, said_again])
-        out = agent.run(make_command("review", task_id=f"T-{i}", inputs=GOAL))
-        assert events(out, "review.completed")[-1]["status"] == "approved", finding
-    # a finding with a word of its own is the reviewer's, and stands
-    own = json.dumps({"status": "changes_requested", "summary": "s", "findings": [
-        {"path": "temp.py", "comment": "c_to_f works, but f_to_c rounds wrongly for negative inputs"}]})
-    agent = spawn("reviewer", "--test-command", "true", replies=[own])
-    assert events(agent.run(make_command("review", task_id="T-9", inputs=GOAL)), "review.completed")[-1]["status"] \
-        == "changes_requested"

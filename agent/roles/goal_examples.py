@@ -40,7 +40,6 @@ _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b
 _EXAMPLE = re.compile(_CALL + _VERB)
 _RAISES = re.compile(_CALL + r"\s*(?:(?:must|should|will)\s+(?:still\s+)?raise|raises)\s+(?:an?\s+)?([A-Z]\w*)\b")
 _MAX = 8
-_MAX_ARG = 120_000
 _NOT_WANTED = re.compile(r"\b(?:today|currently|now|wrongly|used to)\W+(?:\w+\W+){0,2}$", re.I)
 _NOT_WANTED_AFTER = re.compile(r"[ \t]*(?:today|currently|now|at the moment|instead)\b", re.I)
 
@@ -127,14 +126,14 @@ def examples_of(ctx: CommandContext) -> list[Example]:
     return examples_in(list(strings_in(ctx.cmd.inputs))) if ctx.settings.test_command else []
 
 
-def _modules(ctx: CommandContext, names: set[str], instead: dict[str, str]) -> dict[str, tuple[str, int]]:
+def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]:
     """name -> (the workspace file defining it at top level, the line of its def): the one file, or
-    the one of several that the command's inputs name. `instead`: sources in place of (or beside) files."""
+    the one of several that the command's inputs name."""
     where: dict[str, list[tuple[str, int]]] = {}
-    for rel in dict.fromkeys([*project_files(ctx.workspace, 2000), *instead]):
+    for rel in project_files(ctx.workspace, 2000):
         if not rel.endswith(".py") or is_test_path(rel):
             continue
-        source = instead[rel] if rel in instead else read_project_text(ctx, rel)
+        source = read_project_text(ctx, rel)
         if not source or not any(f"def {n}(" in source for n in names):
             continue  # run after every repair: parse only the files that can hold the functions
         try:
@@ -159,14 +158,12 @@ _PROBE = files("agent.roles").joinpath("goal_probe.py")  # its text is sent with
 
 
 
-def run_examples(ctx: CommandContext, examples: list[Example],
-                 instead: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str, Any]]:
     """[{call, expected, got, held, path?, line?}] for the examples, run in the sandbox on the workspace as
-    it is (path and line: the function's def, when one module defines it). `instead` maps a module's
-    path to source run in place of its file: a candidate judged before anything is written."""
+    it is (path and line: the function's def, when one module defines it)."""
     if not examples:
         return []
-    modules = _modules(ctx, {e.name for e in examples}, instead or {})
+    modules = _modules(ctx, {e.name for e in examples})
     results: list[dict[str, Any]] = []
     runnable = []
     for e in examples:
@@ -180,11 +177,6 @@ def run_examples(ctx: CommandContext, examples: list[Example],
         spec = orjson.dumps([[modules[e.name][0][:-3].replace("/", "."), e.name, e.args, e.expected]
                              for e in runnable]).decode()
         command = f"{shlex.quote(sys.executable)} -c {shlex.quote(_PROBE.read_text())} {shlex.quote(spec)}"
-        if instead:
-            replaced = orjson.dumps({rel[:-3].replace("/", "."): text for rel, text in instead.items()}).decode()
-            command += " " + shlex.quote(replaced)
-            if len(command.encode()) > _MAX_ARG:  # the shell gets it as one argv string (MAX_ARG_STRLEN, 128 KiB)
-                raise ValueError(f"a candidate this large ({len(command)} bytes quoted) cannot be judged in place")
         ran = run_tests(command, str(ctx.workspace.root), min(30.0, max(1.0, ctx.seconds_left())))
         tail = str(ran.get("output_tail") or "")
         line = next((ln for ln in reversed(tail.splitlines()) if ln.startswith("GOAL-EXAMPLES ")), None)

@@ -1,47 +1,19 @@
 """Runs the goal's examples in the sandbox (agent/roles/goal_examples.py); its own process, its own stdout.
 
-argv[1]: JSON [[module, function, literal arguments, literal expected], ...]; argv[2], optional:
-JSON {module: source} run in place of those modules' files (a candidate judged before it is
-written). Prints one line: GOAL-EXAMPLES [[repr of what came back or the exception, held, the
-exception's class name or null], ...].
+argv[1]: JSON [[module, function, literal arguments, literal expected], ...]. Prints one line:
+GOAL-EXAMPLES [[repr of what came back or the exception, held, the exception's class name or null], ...].
 """
 import ast
 import importlib
-import importlib.util
 import json
 import math
 import sys
 
 sys.path.insert(0, ".")
-
-
-def _load(module: str, source: str) -> None:
-    """`module` made from `source` instead of its file; its package is imported as usual."""
-    parent, _, leaf = module.rpartition(".")
-    path = module.replace(".", "/") + ".py"
-    spec = importlib.util.spec_from_loader(module, loader=None, origin=path)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    mod.__file__ = path
-    sys.modules[module] = mod
-    exec(compile(source, path, "exec"), mod.__dict__)
-    if parent:
-        setattr(importlib.import_module(parent), leaf, mod)
-
-
-loaded: dict[str, str] = {}
-for module, source in (json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}).items():
-    try:
-        _load(module, source)
-    except BaseException as exc:
-        sys.modules.pop(module, None)
-        loaded[module] = (type(exc).__name__ + ": " + str(exc))[:200]
 out = []
 for module, name, args, expected in json.loads(sys.argv[1]):
     raising = expected[len("raises "):] if expected.startswith("raises ") else None
     try:
-        if module in loaded:
-            raise ImportError(loaded[module])
         function = getattr(importlib.import_module(module), name)
     except BaseException as exc:
         out.append([(type(exc).__name__ + ": " + str(exc))[:200], False, type(exc).__name__])
