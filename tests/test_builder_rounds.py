@@ -195,22 +195,28 @@ def test_the_projects_tests_are_shown_apart_from_the_files_to_change_even_when_t
     assert "### calc.py" in to_change and "test_calc.py" not in to_change
 
 
-def test_a_reply_still_being_written_when_the_rounds_time_runs_out_keeps_its_whole_files(tmp_path: Path) -> None:
-    # The model gives calc.py whole, then goes on and on (here: notes): at the command's deadline
-    # less the time kept for testing, the reply is cut and calc.py is written and tested.
+def _endless_reply(tmp_path: Path, pieces: list[str], every_s: float, seconds: float):  # type: ignore[no-untyped-def]
+    """The builder's one round against a real HTTP model that streams `pieces` and then repeats
+    all but the first two forever; (the outcome, seconds taken)."""
     from fake_openai import FakeOpenAI, Stream
 
     from agent.models.openai_http import OpenAIChatModel
 
-    endless = [RIGHT, "\nNOTES.md\n```text\n", "calc.add now adds\n", "and calc.mul multiplies\n"]
-    fake = FakeOpenAI([Stream(endless, every_s=0.3, forever=True, repeat_from=2)])
+    fake = FakeOpenAI([Stream(pieces, every_s=every_s, forever=True, repeat_from=2)])
     with fake.running():
         ctx, _ = _ctx(tmp_path, [], rounds=1)
         ctx.model = OpenAIChatModel(fake.base_url, "m", timeout_s=5, stall_s=5, audit=ctx.audit)
-        ctx.deadline = time.time() + 19  # 15 s kept for writing and testing: the reply is cut after ~4 s
+        ctx.deadline = time.time() + seconds
         started = time.monotonic()
         out = builder.handle(ctx)
-        took = time.monotonic() - started
+        return out, time.monotonic() - started
+
+
+def test_a_reply_still_being_written_when_the_rounds_time_runs_out_keeps_its_whole_files(tmp_path: Path) -> None:
+    # The model gives calc.py whole, then goes on and on (here: notes): at the command's deadline
+    # less the time kept for testing (15 s), the reply is cut and calc.py is written and tested.
+    endless = [RIGHT, "\nNOTES.md\n```text\n", "calc.add now adds\n", "and calc.mul multiplies\n"]
+    out, took = _endless_reply(tmp_path, endless, every_s=0.3, seconds=19)
     assert out.payload["tests"]["status"] == "pass" and "return a * b" in (tmp_path / "calc.py").read_text()
     assert (tmp_path / "test_calc.py").read_text() == TESTS
     assert 3 <= took < 12
@@ -240,18 +246,8 @@ def test_an_example_that_held_before_the_change_describes_the_bug_and_is_never_a
 
 
 def test_a_reply_that_goes_on_to_give_the_tests_back_is_ended_there(tmp_path: Path) -> None:
-    from fake_openai import FakeOpenAI, Stream
-
-    from agent.models.openai_http import OpenAIChatModel
-
     endless = [RIGHT, "\ntest_calc.py\n```python\n", "import unittest\n", "class T(unittest.TestCase):\n"]
-    fake = FakeOpenAI([Stream(endless, every_s=0.2, forever=True, repeat_from=2)])
-    with fake.running():
-        ctx, _ = _ctx(tmp_path, [], rounds=1)
-        ctx.model = OpenAIChatModel(fake.base_url, "m", timeout_s=5, stall_s=5, audit=ctx.audit)
-        started = time.monotonic()
-        out = builder.handle(ctx)
-        took = time.monotonic() - started
+    out, took = _endless_reply(tmp_path, endless, every_s=0.2, seconds=120)
     assert out.payload["tests"]["status"] == "pass" and "return a * b" in (tmp_path / "calc.py").read_text()
     assert (tmp_path / "test_calc.py").read_text() == TESTS and took < 5
     assert [r["name"] for r in _audit(tmp_path, "repair_applied")] == ["stop_at_test_file"]
