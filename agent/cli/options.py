@@ -219,12 +219,12 @@ def startup_warnings(args: argparse.Namespace) -> list[str]:
 
 def _disabled_repairs(args: argparse.Namespace, config_path: str | None) -> frozenset[str]:
     """The repairs switched off: --disable-repair, LUALLM_AGENT_DISABLE_REPAIRS and the config's `disable_repairs`."""
-    from agent.models.config import ConfigError, load_config
-
     sources = [("--disable-repair", list(args.disable_repair)),
                ("LUALLM_AGENT_DISABLE_REPAIRS",
                 [n.strip() for n in (env("LUALLM_AGENT_DISABLE_REPAIRS") or "").split(",") if n.strip()])]
     if config_path:
+        from agent.models.config import ConfigError, load_config  # pydantic: only when there is a config
+
         try:  # a config that does not load is reported where the models are built, as before
             sources.append((f"disable_repairs in {config_path}", list(load_config(config_path).disable_repairs)))
         except ConfigError:

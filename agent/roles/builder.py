@@ -113,11 +113,9 @@ def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] |
         parts.append("## Spec\n" + quote_files(ctx, budget, [spec]))
     # Existing tests are shown apart: under "files to change" a small model gives them back whole,
     # thousands of tokens the agent must refuse anyway (a project's tests stay as they are).
-    tests = [p for p in must if is_test_path(p) and p in listing and p not in (also or [])]
-    must = [p for p in must if p not in tests]
-    small = small_project_files(ctx, listing, {*must, *tests, *([spec] if spec else [])})
-    tests += [p for p in small if is_test_path(p)]
-    small = [p for p in small if p not in tests]
+    small = small_project_files(ctx, listing, {*must, *([spec] if spec else [])})
+    tests = [p for p in [*must, *small] if is_test_path(p) and p in listing and p not in (also or [])]
+    must, small = [p for p in must if p not in tests], [p for p in small if p not in tests]
     if small:
         parts.append("## Other project files (for reference: give one back only if you change it)\n"
                      + quote_files(ctx, budget, small))
