@@ -64,6 +64,16 @@ def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
     assert "it was undone" in model.requests[2].messages[-1]["content"]
 
 
+def test_a_round_that_moves_no_test_forward_is_followed_by_a_varied_one(tmp_path: Path) -> None:
+    half_again = HALF.replace("return a + b\n```", "return b + a\n```")  # other code, still one test passing
+    ctx, model = _ctx(tmp_path, [HALF, half_again, RIGHT], rounds=3)
+    out = builder.handle(ctx)
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "kept", "kept"]
+    low, same, varied = (r.temperature for r in model.requests)
+    assert low == same  # round 1 passed one test more than the code as it was: no reason to vary
+    assert varied > same  # round 2 passed no more than round 1
+
+
 def test_an_unusable_reply_costs_a_round_not_the_command(tmp_path: Path) -> None:
     ctx, model = _ctx(tmp_path, ["I would change calc.py to add numbers.", RIGHT])
     out = builder.handle(ctx)

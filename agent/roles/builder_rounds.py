@@ -200,6 +200,12 @@ def _feedback(last: dict[str, Any]) -> str:
             f"```\n{tail}\n```\nFind the cause of each failure and fix the code (not the tests).\n")
 
 
+def _progressed(last: dict[str, Any]) -> bool:
+    """Whether the last round moved the tests forward. A round that gave nothing usable, was rolled
+    back or passed no more tests is most likely answered alike again at a low temperature."""
+    return last["outcome"] not in ("unusable", "rolled back") and last.get("improved", True)
+
+
 def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
     """When a round's reply is cut so that what it gave can still be written and tested in time."""
     if not enabled(ctx, "keep_cut_reply"):
@@ -293,7 +299,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         user += f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        stuck = bool(log) and log[-1]["outcome"] == "unusable"  # then vary the next reply
+        stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act, test_s)
         log.append(entry)
         if entry["outcome"] == "unusable":
@@ -309,6 +315,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         tests = entry["tests"] = test_workspace(ctx)
         test_s = max(test_s, float(tests.get("duration_s") or 0.0))
         if best["status"] == "not_run" or rank(tests) >= rank(best):
+            entry["improved"] = best["status"] == "not_run" or rank(tests) > rank(best)
             best, entry["outcome"] = tests, "kept"
             files.keep()
         else:
@@ -325,5 +332,5 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
         raise InvalidModelResponse(f"no round produced a usable change ({reasons})"[:1500])
     best, withdrawn = _settle(ctx, files, best)
-    return RoundsResult(best, len(log), summary, [{k: v for k, v in e.items() if k != "tests"} for e in log],
-                        files.changed(), withdrawn)
+    shown = [{k: v for k, v in e.items() if k not in ("tests", "improved")} for e in log]
+    return RoundsResult(best, len(log), summary, shown, files.changed(), withdrawn)
