@@ -43,7 +43,7 @@ from agent.plans.grammar_code import (
     expression_rules,
     statement_rules,
 )
-from agent.plans.grammar_lexical import bans, lexical_rules
+from agent.plans.grammar_lexical import lexical_rules
 from agent.plans.grammar_rules import PlanRules
 from agent.plans.lint import ALLOWED_GLOBALS, FORBIDDEN, KEYWORDS
 from agent.plans.tools import TOOL_NAMES, TOOL_SPECS
@@ -89,12 +89,9 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
     `tools=None` allows every tool; see `agent.plans.tools.plan_tools_for(role)`. `banned`: names a
-    plan used without defining them (the lint's "unknown global"), never a variable again: the
-    name's first word (see `bans` in grammar_lexical), when it has `_BAN_PREFIX_MIN`+ characters, is no
-    variable's beginning either (else `temperature` becomes `temperature_py`, and
-    `require_path_or_file_or_glob_path_or_gz` loses or gains a letter: unknown too);
-    a shorter one bans only the boundary after it (`io` and a capital) and the name itself. `anchors`: (path, text) of the files the prompt quoted
-    whole; an edit of one copies its text exactly (edit_anchors), and edits name no other file.
+    plan used without defining them (the lint's "unknown global"), never a variable again.
+    `anchors`: (path, text) of the files the prompt quoted whole; an edit of one copies its text
+    exactly (edit_anchors), and edits name no other file.
     ValueError for an unknown role or tool.
     """
     if role not in ROLES:
@@ -108,11 +105,5 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     answer = object_rule(g, answer_schema(role), "answer")
     statement_rules(g, answer)
     expression_rules(g, specs)
-    starts: set[str] = set()
-    wholes: set[str] = set()
-    for name in banned:
-        more, whole = bans(name)
-        starts |= more
-        wholes |= whole
-    lexical_rules(g, RESERVED_NAMES | wholes, frozenset(starts))
+    lexical_rules(g, RESERVED_NAMES | banned)
     return g.text()

@@ -9,7 +9,6 @@ token budget with one token. Names a plan must not use (reserved or banned) are 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from agent.plans.gbnf import Rules
@@ -17,7 +16,7 @@ from agent.plans.gbnf import char_class as _cls
 from agent.plans.gbnf import lit as _lit
 from agent.plans.lint import KEYWORDS
 
-__all__ = ["lexical_rules", "bans"]
+__all__ = ["lexical_rules"]
 
 _WS_MAX = 48          # whitespace items between two tokens: room for indentation, no endless blank lines
 _NAME_TAIL = 31       # characters after a name's first one that leaves the reserved-word trie
@@ -25,8 +24,6 @@ _COMMENTS = 6         # comment lines in one run of whitespace (plus one right a
 _COMMENT_CHARS = 160
 _HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
-_BAN_PREFIX_MIN = 4   # a banned name this long is no variable's beginning either
-_BAN_PREFIX_MAX = 7   # ... of at most this many characters
 _FENCE = "`"
 _CLOSERS = frozenset({"end", "else", "then", "until"})
 # A keyword glued to the next word is no name: `returnexpected_outputs` is a statement and a value
@@ -36,10 +33,6 @@ _GLUED_STARTS = frozenset({"return", "function"})
 
 _ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ID_CHAR = _ID_START | frozenset("0123456789")
-# `require` is forbidden; refused, small models reach for it by other names (`requirepath`,
-# `require_path_or_file`): no variable starts with
-# `require` unless it goes on as `required…`, `requirement…` or `requires…`.
-_LOADER_STARTS = frozenset("require" + c for c in _ID_CHAR - set("dms"))
 
 
 def _names(g: Rules, rule: str, excluded: frozenset[str], banned_starts: frozenset[str] = frozenset()) -> None:
@@ -112,31 +105,8 @@ def _long_string(g: Rules, level: int) -> str:
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 
-_FIRST_WORD = re.compile(r"_*[A-Za-z][a-z0-9]*")
-
-
-def bans(name: str) -> tuple[set[str], set[str]]:
-    """What a banned name bans (see `agent.plans.grammar.plan_grammar`): (beginnings no variable may have, whole names).
-
-    Its first word (up to a `_` or a capital, at most `_BAN_PREFIX_MAX` characters) begins no
-    variable when it is long enough: a model banned `functionPrompt` tries `function_prompt`, and
-    words it glues together (`requiredirpath`) have no boundary to find. A shorter first word
-    followed by another word bans that boundary: `ioFileSync` bans `io` followed by any capital
-    (`io_` likewise), so `ioSync` is no way around it."""
-    m = _FIRST_WORD.match(name)
-    word = (m.group(0) if m else name)[:_BAN_PREFIX_MAX]
-    if len(word) >= _BAN_PREFIX_MIN:
-        return {word}, set()
-    after = name[len(word):len(word) + 1]
-    if after == "_":
-        return {word + "_"}, {name}
-    if after.isupper():
-        return {word + c for c in _ID_START if c.isupper()}, {name}
-    return set(), {name}
-
-
-def lexical_rules(g: Rules, name_excluded: frozenset[str], name_starts: frozenset[str] = frozenset()) -> None:
-    """The token rules; `name` (a variable) is none of `name_excluded` and starts with none of `name_starts`."""
+def lexical_rules(g: Rules, name_excluded: frozenset[str]) -> None:
+    """The token rules; `name` (a variable) is none of `name_excluded`."""
     # One bounded line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a
     # comment there too, and the rest would escape into code). A comment follows a whitespace
     # character, so `a - --x` never becomes `a ---x`.
@@ -150,7 +120,7 @@ def lexical_rules(g: Rules, name_excluded: frozenset[str], name_starts: frozense
     g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
     # No variable starts with a word that closes a block: a model about to write `end` where the
     # grammar wants a statement is steered to one, not into a name like `endlua`.
-    _names(g, "name", name_excluded, _CLOSERS | _GLUED_STARTS | _LOADER_STARTS | name_starts)
+    _names(g, "name", name_excluded, _CLOSERS | _GLUED_STARTS)
     _names(g, "ident", frozenset(KEYWORDS))
     # A field is never `tools`: `context.tools.read_path(...)` is how a model reaches for a tool
     # that does not exist, and the lint refuses it as an unknown tool.
