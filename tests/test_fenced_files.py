@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.answering.fenced_files import files_in_reply
+from agent.answering.fenced_files import files_in_reply, path_lines
 
 KNOWN = {"leap.py", "leap_test.py", "src/calc.py", "README.md"}
 
@@ -54,3 +54,10 @@ def test_a_known_path_wins_over_other_words_on_the_line() -> None:
 def test_an_unclosed_block_or_empty_block_gives_nothing() -> None:
     assert files_in_reply("leap.py\n```python\ndef f():\n    pass\n", KNOWN) == []
     assert files_in_reply("leap.py\n```python\n```\n", KNOWN) == []
+
+
+def test_every_path_line_shape_it_names_is_read() -> None:
+    # the builder stops a reply at these lines (a test file given back): each must be one this parser reads
+    for line in path_lines("pkg/calc_test.py"):
+        [f] = files_in_reply(f"{line}\n```python\nx = 1\n```\n", {"pkg/calc_test.py"})
+        assert (f.path, f.content, f.how) == ("pkg/calc_test.py", "x = 1\n", "line"), line

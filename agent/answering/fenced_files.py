@@ -21,7 +21,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-__all__ = ["FencedFile", "files_in_reply", "FORMAT_RULES"]
+__all__ = ["FencedFile", "files_in_reply", "path_lines", "FORMAT_RULES"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
                 "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
@@ -40,6 +40,16 @@ class FencedFile:
     path: str
     content: str
     how: str  # where the path came from: "line", "info", "comment" or "definitions"
+
+
+# How models write a path on the line before a block (any line naming a path is read; these are
+# the shapes seen, for a caller that must spot one while the reply is still being written).
+_PATH_LINE_SHAPES = (("", ""), ("`", "`"), ("**", "**"), ("### ", ""), ("File: ", ""))
+
+
+def path_lines(path: str) -> tuple[str, ...]:
+    """The lines a model writes before the block of `path`, in the shapes models use."""
+    return tuple(f"{pre}{path}{post}" for pre, post in _PATH_LINE_SHAPES)
 
 
 def _path_in(text: str, known: set[str]) -> str | None:

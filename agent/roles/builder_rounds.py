@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.answer_spec import strings_in
-from agent.answering.fenced_files import FORMAT_RULES, files_in_reply
+from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, path_lines
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
@@ -219,8 +219,7 @@ def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
     project's tests stay as they are), and writing it back costs a small model minutes; a reply that
     begins with it is read on, as the files after it may be the change."""
     tests = [p for p in project_files(ctx.workspace, 500) if is_test_path(p) and p not in files.before]
-    return tuple(f"```\n{gap}{pre}{p}{post}\n```" for p in tests for gap in ("", "\n")
-                 for pre, post in (("", ""), ("`", "`"), ("**", "**"), ("### ", ""), ("File: ", "")))
+    return tuple(f"```\n{gap}{line}\n```" for p in tests for gap in ("", "\n") for line in path_lines(p))
 
 
 def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float, stop: tuple[str, ...] = ()) -> str:
