@@ -3,7 +3,6 @@ answer form shares: JSON out of a reply, the role's schema, the role's own rules
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -11,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent.errors import InvalidAnswer
+from agent.fences import blocks
 from agent.protocol import schema_errors
 
 if TYPE_CHECKING:
     from agent.command_context import CommandContext
 
 __all__ = ["Narrowing", "AnswerSpec", "Answer", "extract_json", "strings_in", "schema_of", "role_rules", "validate"]
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.S)
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,7 @@ def extract_json(text: str) -> Any:
     """A JSON value from a bare reply or a ```json fence; raises InvalidAnswer."""
     stripped = text.strip()
     candidates = [stripped] if stripped.startswith(("{", "[")) else []
-    candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    candidates += [b.body for b in blocks(text) if b.lang in ("", "json")]
     first, last = stripped.find("{"), stripped.rfind("}")
     if first != -1 and last > first:
         candidates.append(stripped[first:last + 1])

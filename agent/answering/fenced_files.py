@@ -21,6 +21,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from agent.fences import file_blocks
+
 __all__ = ["FencedFile", "files_in_reply", "path_lines", "FORMAT_RULES"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
@@ -28,8 +30,6 @@ FORMAT_RULES = ("Answer with every file you change or create, and no other: the 
                 "Give each file complete, from its first line to its last: never leave parts out or write "
                 "\"rest unchanged\". Say nothing else.")
 
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=ticks)[ \t]*$",
-                    re.M | re.S)
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
 _COMMENT_PATH = re.compile(r"^\s*(?:#|//|--|/\*)\s*(?:File:\s*)?(\S+\.\w+)\s*(?:\*/)?\s*$", re.I)
 _NOT_FILES = {"bash", "sh", "shell", "console", "terminal", "text", "output", "diff"}
@@ -88,11 +88,10 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
     `sources`: the code files shown to the model, to place a block that names no path."""
     out: dict[str, FencedFile] = {}
     last_end = 0
-    for m in _FENCE.finditer(reply):
-        info, body = m.group("info").strip(), m.group("body")
-        before = [line for line in reply[last_end:m.start()].splitlines() if line.strip()]
-        last_end = m.end()
-        lang = info.split()[0].lower() if info.split() else ""
+    for block in file_blocks(reply):
+        info, body, lang = block.info, block.body, block.lang
+        before = [line for line in reply[last_end:block.start].splitlines() if line.strip()]
+        last_end = block.end
         path, how = None, ""
         if _PATH.search(info):
             path, how = _path_in(info, known), "info"

@@ -7,10 +7,10 @@ import re
 from typing import Any
 
 from agent.errors import PlanInvalid
+from agent.fences import blocks
 
 __all__ = ["find_lua_plan", "parse_action_list"]
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _RUN_DEF = re.compile(r"\bfunction\s+run\s*\(|\brun\s*=\s*function\s*\(")
 _ACTION_LIST_KEYS = frozenset({"reasoning", "actions"})
 _ACTION_KEYS = frozenset({"tool", "args"})
@@ -24,7 +24,7 @@ def find_lua_plan(text: str) -> str | None:
     """
     if not isinstance(text, str):
         return None
-    fences = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    fences = [(b.lang, b.body) for b in blocks(text, open_last=True)]
     for lang, body in fences:
         if lang == "lua":
             return str(body).strip("\n")

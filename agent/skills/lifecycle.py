@@ -23,6 +23,7 @@ from agent.approval_archive import archive
 from agent.audit import AuditLog
 from agent.clock import utc_now
 from agent.errors import AgentError, SkillNotFound
+from agent.fences import blocks
 from agent.models.base import ModelClient, ModelRequest
 from agent.skills.home import ALLOWED, DRAFT, SkillsHome
 from agent.skills.metadata import NAME_RE
@@ -34,15 +35,14 @@ from agent.workspace_write import make_private_dirs
 __all__ = ["SkillLifecycle", "DraftOutcome", "Validation", "split_reply"]
 
 _PROMPTS = Path(__file__).resolve().parent / "prompts"
-_FENCE = re.compile(r"```(?:lua)?[ \t]*\n(.*?)```", re.S)
 _APPROVAL_FILE = re.compile(r"^skill_(\d+)_[0-9a-f-]{36}\.json$")
 
 
 def split_reply(text: str) -> tuple[str | None, str | None]:
     """(skill source, test source) from a model reply with ```lua fences; None for what is missing."""
-    blocks = [b.strip() + "\n" for b in _FENCE.findall(text)]
-    skill = next((b for b in blocks if b.lstrip().startswith("---@skill")), None)
-    test = next((b for b in blocks if b is not skill and "luallm_test" in b), None)
+    chunks = [b.body.strip() + "\n" for b in blocks(text) if b.lang in ("", "lua")]
+    skill = next((c for c in chunks if c.lstrip().startswith("---@skill")), None)
+    test = next((c for c in chunks if c is not skill and "luallm_test" in c), None)
     return skill, test
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from agent.errors import AgentError, TaskGraphInvalid
+from agent.fences import blocks
 
 __all__ = ["ACTIONS", "parse_graph", "validate_graph", "ready_nodes", "render_template", "ancestors",
            "skip_downstream", "decision_targets", "TEMPLATE_RE", "MAX_NODES"]
@@ -29,12 +30,11 @@ ACTIONS = ("skill", "llm_call", "decision", "plan")
 MAX_NODES = 50
 TEMPLATE_RE = re.compile(r"\{node_([A-Za-z0-9_.-]{1,40})_result\}")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
-_FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 def parse_graph(text: str) -> dict[str, Any]:
     """The JSON object in a model reply (bare, or in a ```json fence); TaskGraphInvalid otherwise."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    candidates = [b.body for b in blocks(text) if b.lang in ("", "json")] + [text]
     for c in candidates:
         c = c.strip()
         start, end = c.find("{"), c.rfind("}")
