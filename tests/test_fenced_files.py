@@ -61,3 +61,9 @@ def test_every_path_line_shape_it_names_is_read() -> None:
     for line in path_lines("pkg/calc_test.py"):
         [f] = files_in_reply(f"{line}\n```python\nx = 1\n```\n", {"pkg/calc_test.py"})
         assert (f.path, f.content, f.how) == ("pkg/calc_test.py", "x = 1\n", "line"), line
+
+
+def test_a_call_on_the_line_before_a_block_names_no_file() -> None:
+    # prose that mentions `unittest.main()` before a stray block: no file called "unittest.main"
+    reply = "leap.py\n```python\nX = 1\n```\nThe tests end with unittest.main()\n```\n## Files to change\n```\n"
+    assert [f.path for f in files_in_reply(reply, KNOWN)] == ["leap.py"]

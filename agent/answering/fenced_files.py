@@ -30,7 +30,8 @@ FORMAT_RULES = ("Answer with every file you change or create, and no other: the 
                 "Give each file complete, from its first line to its last: never leave parts out or write "
                 "\"rest unchanged\". Say nothing else.")
 
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
+# A path-like word is no path when a call's "(" follows it (`unittest.main()`, `self.items.get(`).
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/(-])")
 _COMMENT_PATH = re.compile(r"^\s*(?:#|//|--|/\*)\s*(?:File:\s*)?(\S+\.\w+)\s*(?:\*/)?\s*$", re.I)
 _NOT_FILES = {"bash", "sh", "shell", "console", "terminal", "text", "output", "diff"}
 
