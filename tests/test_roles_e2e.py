@@ -271,11 +271,20 @@ def test_persistent_forbidden_edit_is_dropped_and_the_run_goes_on(spawn, workspa
     (workspace / "SPEC.md").write_text(SPEC)
     agent = spawn("spec_maintainer", replies=[spec_answer("Behaviour")] * 3)
     got = agent.run(make_command("update_spec"))
-    done = events(got, "spec.no_changes_needed")[-1]  # the only edit was dropped: nothing was updated
-    assert not events(got, "error") and done["payload"]["edited_sections"] == []
+    # nothing of the answer was allowed: the agent records the Changelog entry, the rest stays as it was
+    done = events(got, "spec.updated")[-1]
+    assert not events(got, "error") and done["payload"]["edited_sections"] == ["Changelog"]
     assert done["payload"]["usage"]["calls"] == 2  # the same answer twice: no third identical question
-    assert (workspace / "SPEC.md").read_text() == SPEC
+    assert done["payload"]["answer_via"] == "agent" and "rewritten" not in (workspace / "SPEC.md").read_text()
     assert agent.proc.poll() is None  # still serving: no exit 3 over what the agent can resolve
+
+
+def test_a_change_request_whose_edits_all_break_the_rules_sends_nothing_back(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    wrong = json.dumps({"status": "changes_requested", "summary": "Inputs updated", "required_changes": ["x holds"],
+                        "section_edits": [{"section": "Inputs", "content": "x holds"}]})
+    got = spawn("spec_maintainer", replies=[wrong] * 3).run(make_command("update_spec"))
+    assert not events(got, "spec.changes_requested") and events(got, "spec.updated")[-1]["payload"]["answer_via"] == "agent"
 
 
 def test_forbidden_edit_dropped_after_repairs_keeps_the_allowed_ones(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ from agent.answering.loop import AnswerSpec, obtain_answer
 from agent.answering.strategies import applied, enabled
 from agent.clock import utc_now
 from agent.command_context import CommandContext, Outcome
-from agent.errors import ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
+from agent.errors import AgentError, ForbiddenSpecEdit, InvalidModelResponse, SpecLoopLimit
 from agent.pathpolicy import AGENT
 from agent.prompt import PromptBuilder
 from agent.roles.goal_examples import examples_section, run_goal_examples
@@ -88,7 +88,9 @@ class _Answers:
     """The answers seen for one command: the spec's check, and the best one to fall back on.
 
     After the repairs the agent falls back on the earlier answer whose allowed edits it can apply,
-    dropping the forbidden ones.
+    dropping the forbidden ones. An answer none of whose edits is allowed is not salvaged: a model
+    that kept breaking the rules (e.g. editing a section the spec does not have) gives no verdict
+    worth a loop back to the builder, and the agent records the Changelog entry itself.
     """
 
     def __init__(self, ctx: CommandContext, spec: str | None) -> None:
@@ -111,15 +113,11 @@ class _Answers:
             answer = self.with_edits
         edits = answer.get("section_edits") or []
         kept = [e for e in edits if edit_error(e) is None] if self.spec is not None else []
+        if not kept:  # nothing of it passed the rules: its verdict is no better (the agent records the change)
+            return None
         dropped = [str(e["section"]) for e in edits if e not in kept]
         self.ctx.log("warn", "spec: edits still not allowed after the repairs were dropped", sections=dropped[:10])
-        out = {**answer, "section_edits": kept}
-        if not kept:
-            out.pop("section_edits")
-            if out["status"] == "updated":
-                self.ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
-                out["status"] = "no_changes_needed"
-        return out
+        return {**answer, "section_edits": kept}
 
 
 def apply_section_edits(text: str, edits: list[dict[str, Any]]) -> str:
@@ -167,7 +165,7 @@ def handle(ctx: CommandContext) -> Outcome:
         answer = obtain_answer(ctx, AnswerSpec("spec_maintainer", "spec", seen.check, _prepare(ctx), seen.salvage,
                                                plan_context={"examples": examples_for_plans(ctx, checked, [])}),
                                "\n".join(parts))
-    except InvalidModelResponse as exc:
+    except (InvalidModelResponse, ForbiddenSpecEdit) as exc:  # no answer, or none that kept to the sections
         if not enabled(ctx, "spec_changelog_by_agent"):
             raise
         return _recorded_by_the_agent(ctx, spec, exc)
@@ -195,7 +193,7 @@ def handle(ctx: CommandContext) -> Outcome:
     return Outcome(EVENTS[data["status"]], payload)
 
 
-def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: InvalidModelResponse) -> Outcome:
+def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: AgentError) -> Outcome:
     """No usable answer from the model: the agent records what it knows (the files the builder wrote and
     the review's verdict) in the Changelog itself. The spec's bookkeeping sections are all this role
     may touch, and a run whose code was built and reviewed should not end over how a note is phrased."""
