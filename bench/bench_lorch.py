@@ -123,7 +123,24 @@ def markdown(results: list[dict[str, Any]]) -> str:
             lines.append(f"| {model} | {action} | {a['commands']} | {a['model_calls']} | "
                          f"{_pct(a['first_try'], a['answers'])} | {_pct(a['valid'], a['answers'])} | "
                          f"{_counts(a['rejections'])} | {_counts(a['failures'])} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + strategies_fired(results)) + "\n"
+
+
+def strategies_fired(results: list[dict[str, Any]]) -> list[str]:
+    """Per model, each named repair that fired: how often, on how many tasks, how many of them solved.
+    One that never fires over the tuning set cannot be helping there (issue: switch it off, measure)."""
+    rows: dict[tuple[str, str], list[int]] = {}
+    for r in results:
+        for name, times in (r.get("strategies") or {}).items():
+            row = rows.setdefault((r["model"], name), [0, 0, 0])
+            row[0] += times
+            row[1] += 1
+            row[2] += int(bool(r["success"]))
+    if not rows:
+        return ["", "No named repair fired."]
+    lines = ["", "| model | repair fired | times | tasks | of them solved |", "|---|---|---|---|---|"]
+    lines += [f"| {m} | {n} | {t} | {k} | {s} |" for (m, n), (t, k, s) in sorted(rows.items())]
+    return lines
 
 
 def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:

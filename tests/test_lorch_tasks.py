@@ -8,6 +8,7 @@ workspace, so no agent can read or edit it.
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -102,3 +103,13 @@ def test_a_lorch_that_floods_its_log_is_stopped_and_its_log_cut(tmp_path: Path, 
     text = log.read_text()
     assert text.startswith("starting\n") and "of lorch's log left out by the bench" in text
     assert log.stat().st_size < 60_000
+
+
+def test_the_named_repairs_that_fired_are_counted_from_the_audit(tmp_path: Path) -> None:
+    (tmp_path / "events").mkdir()
+    audit = tmp_path / harness.AUDIT
+    audit.parent.mkdir(parents=True)
+    rows = [{"event": "repair_applied", "name": "keep_cut_reply"}, {"event": "model_call"},
+            {"event": "repair_applied", "name": "stop_at_test_file"}, {"event": "repair_applied", "name": "keep_cut_reply"}]
+    audit.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert harness.measure(tmp_path)["strategies"] == {"keep_cut_reply": 2, "stop_at_test_file": 1}
