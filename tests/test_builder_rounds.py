@@ -83,6 +83,14 @@ def test_an_unusable_reply_costs_a_round_not_the_command(tmp_path: Path) -> None
     assert _audit(tmp_path, "reply_unusable")[0]["round"] == 1
 
 
+def test_after_a_reply_it_could_not_use_the_failures_are_still_shown(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, HALF, RIGHT])  # the second reply gives the kept file back as it is
+    out = builder.handle(ctx)
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "kept"]
+    third = model.requests[2].messages[-1]["content"]
+    assert "could not be used" in third and "The tests still fail" in third and "test_mul" in third
+
+
 def test_the_projects_tests_are_never_rewritten(tmp_path: Path) -> None:
     cheat = "test_calc.py\n```python\nimport unittest\n```\n"
     ctx, model = _ctx(tmp_path, [cheat, RIGHT])

@@ -187,17 +187,25 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any]) -> str:
-    """What the previous round came to, for the next prompt."""
+def _feedback(last: dict[str, Any], best: dict[str, Any]) -> str:
+    """What the previous round came to, for the next prompt. The tests' failures are always shown
+    while they fail: a reply that could not be used leaves them as they were, and without them the
+    next reply has nothing new to go on (a small model gives the same file back, round after round)."""
     if last["outcome"] == "unusable":
-        return f"\n## Your last reply could not be used\n{last['why']}.\n"
+        why = f"\n## Your last reply could not be used\n{last['why']}.\n"
+        return why + (_failures(best, "## The tests still fail on the files above\n") if best.get("status") == "fail"
+                      else "")
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
-    tail = quoted_output(last["tests"], _TAIL)
     undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
               "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
-    return (f"\n## The tests failed after your last change\n{undone}Test command: {last['tests'].get('command')}\n"
-            f"```\n{tail}\n```\nFind the cause of each failure and fix the code (not the tests).\n")
+    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}")
+
+
+def _failures(tests: dict[str, Any], heading: str) -> str:
+    tail = quoted_output(tests, _TAIL)
+    return (f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n"
+            "Find the cause of each failure and fix the code (not the tests).\n")
 
 
 def _progressed(last: dict[str, Any]) -> bool:
@@ -293,7 +301,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             break
         user = prompt_for(PromptBuilder(ctx.settings.budget), list(files.before))
         if log:
-            user += _feedback(log[-1])
+            user += _feedback(log[-1], best)
         rules = _ALONE_RULES if log and log[-1].get("alone") else FORMAT_RULES
         user += f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
