@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -61,7 +62,19 @@ def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
     assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "rolled back", "unusable"]
     assert (tmp_path / "calc.py").read_text() == HALF.split("```python\n")[1].split("```")[0]
     assert out.payload["tests"]["status"] == "fail" and out.payload["tests"]["passed"] == 1
-    assert "it was undone" in model.requests[2].messages[-1]["content"]
+    # the round after the worse one starts again from the code as it was (a fresh attempt)
+    third = model.requests[2].messages[-1]["content"]
+    assert "return a - b" in third and "undone" not in third and model.requests[2].temperature == 0.6
+
+
+def test_a_round_that_moves_nothing_forward_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, HALF, RIGHT])  # the second reply gives the kept file back as it is
+    out = builder.handle(ctx)
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "kept"]
+    assert out.payload["tests"]["status"] == "pass"
+    third = model.requests[2].messages[-1]["content"]
+    assert "return a - b" in third and "could not be used" not in third  # the code as it was, nothing else
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["fresh_attempt"]
 
 
 def test_a_round_that_moves_no_test_forward_is_followed_by_a_varied_one(tmp_path: Path) -> None:
@@ -85,6 +98,7 @@ def test_an_unusable_reply_costs_a_round_not_the_command(tmp_path: Path) -> None
 
 def test_after_a_reply_it_could_not_use_the_failures_are_still_shown(tmp_path: Path) -> None:
     ctx, model = _ctx(tmp_path, [HALF, HALF, RIGHT])  # the second reply gives the kept file back as it is
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"fresh_attempt"}))
     out = builder.handle(ctx)
     assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "kept"]
     third = model.requests[2].messages[-1]["content"]

@@ -57,6 +57,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("stop_at_test_file", "agent/roles/builder_rounds.py",
              "a builder reply that begins a project test file after a closed block is ended there (the file "
              "would be refused), so the model stops writing it back"),
+    Strategy("fresh_attempt", "agent/roles/builder_rounds.py",
+             "after a builder round that moved no test forward, the next starts again from the files as they "
+             "were before the command, at the varied temperature: an independent attempt (the best state so far "
+             "is kept unless it does better)"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("goal_example_round", "agent/roles/builder_rounds.py",

@@ -94,9 +94,9 @@ class _Files:
     def keep(self) -> None:
         self.best = {rel: self.read(rel) for rel in self.before}
 
-    def roll_back(self) -> None:
-        """Put the best state back; a file it did not have is removed and no longer an artifact."""
-        for rel, data in self.best.items():
+    def roll_back(self, to: dict[str, bytes | None] | None = None) -> None:
+        """Put the best state back (or `to`); a file it did not have is removed and no longer an artifact."""
+        for rel, data in (self.best if to is None else to).items():
             if self.read(rel) == data:
                 continue
             if data is None:
@@ -282,6 +282,22 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
+def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
+                  best: dict[str, Any], fresh: bool) -> str:
+    """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
+    again from the files as they were before the command, as the first round did: an independent
+    attempt, where a small model shown its own failing code most often gives it back unchanged. The
+    best state so far stays the one kept unless the new attempt does better."""
+    if fresh:
+        files.roll_back(files.before)
+        applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
+    user = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
+    if log and not fresh:
+        user += _feedback(log[-1], best)
+    rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
+    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
+
+
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
                     examples_gap: Callable[[], str] | None = None) -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
@@ -299,17 +315,16 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
-        user = prompt_for(PromptBuilder(ctx.settings.budget), list(files.before))
-        if log:
-            user += _feedback(log[-1], best)
-        rules = _ALONE_RULES if log and log[-1].get("alone") else FORMAT_RULES
-        user += f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
+        stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
+        fresh = stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
+        user = _round_prompt(ctx, prompt_for, files, log, best, fresh)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act, test_s)
         log.append(entry)
         if entry["outcome"] == "unusable":
+            if fresh:
+                files.roll_back()  # the best state back in place
             continue
         summary = words
         if not testing:
