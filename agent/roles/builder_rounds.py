@@ -291,7 +291,7 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     if fresh:
         files.roll_back(files.before)
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
-    user = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
+    user: str = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
     if log and not fresh:
         user += _feedback(log[-1], best)
     rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
