@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -438,15 +439,9 @@ def measure(ws: Path) -> dict[str, Any]:
         "command_failures": [str(a.get("code")) for a in failed],
         "by_action": _by_action(audit),
         # the named repairs and fallbacks that changed a command's course (agent/answering/strategies.py)
-        "strategies": _tally(str(a.get("name")) for a in audit if a.get("event") == "repair_applied"),
+        "strategies": dict(Counter(str(a.get("name")) for a in audit if a.get("event") == "repair_applied")),
     }
 
-
-def _tally(names: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name in names:
-        out[name] = out.get(name, 0) + 1
-    return out
 
 
 def scripted_replies(task: Task) -> dict[str, list[str]]:
