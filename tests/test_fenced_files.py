@@ -67,3 +67,16 @@ def test_a_call_on_the_line_before_a_block_names_no_file() -> None:
     # prose that mentions `unittest.main()` before a stray block: no file called "unittest.main"
     reply = "leap.py\n```python\nX = 1\n```\nThe tests end with unittest.main()\n```\n## Files to change\n```\n"
     assert [f.path for f in files_in_reply(reply, KNOWN)] == ["leap.py"]
+
+
+def test_a_path_fenced_on_its_own_names_the_block_that_follows() -> None:
+    code = "def leap_year(y):\n    return y % 4 == 0\n"
+    apart = f"```\nleap.py\n```\n```python\n{code}```\n"  # the path in a fence of its own, then the file
+    inside = f"```\nleap.py\n```python\n{code}```\n"  # the file's fence opened inside the path's
+    for reply in (apart, inside):
+        [f] = files_in_reply(reply, KNOWN)
+        assert (f.path, f.content) == ("leap.py", code), reply
+    assert files_in_reply("```\nleap.py\n```\n", KNOWN) == []  # a path and no file: nothing to write
+    # after a path line, a block holding one path-like line is that file's content
+    [f] = files_in_reply("README.md\n```\nleap.py\n```\n", KNOWN)
+    assert (f.path, f.content) == ("README.md", "leap.py\n")

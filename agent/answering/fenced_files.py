@@ -82,6 +82,19 @@ def _by_definitions(body: str, sources: dict[str, str]) -> str | None:
     return None
 
 
+def _fenced_path(body: str) -> tuple[str, str | None] | None:
+    """A block that begins with a path alone on its line: the path written inside a fence of its own.
+    Returns (the path, the file's text when an opening fence follows it in the same block, else None:
+    the path names the next block)."""
+    first, _, rest = body.partition("\n")
+    if not _PATH.fullmatch(first.strip()):
+        return None
+    if not rest.strip():
+        return first.strip(), None
+    opening, _, text = rest.partition("\n")
+    return (first.strip(), text) if opening.strip().startswith(("```", "~~~")) and text.strip() else None
+
+
 def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None = None) -> list[FencedFile]:
     """The files a reply gives, in order; a path given twice keeps its last block.
 
@@ -89,23 +102,34 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
     `sources`: the code files shown to the model, to place a block that names no path."""
     out: dict[str, FencedFile] = {}
     last_end = 0
+    named: str | None = None  # a path a block before gave alone, fenced as if it were a file
     for block in file_blocks(reply):
         info, body, lang = block.info, block.body, block.lang
         before = [line for line in reply[last_end:block.start].splitlines() if line.strip()]
         last_end = block.end
         path, how = None, ""
-        if _PATH.search(info):
+        line_path = _path_in(before[-1], known) if before and len(before[-1]) < 200 else None
+        fenced = None if info or line_path else _fenced_path(body)
+        if fenced is not None and fenced[1] is None:
+            named = fenced[0]
+            continue
+        if fenced is not None:
+            path, how, body = fenced[0], "line", str(fenced[1])
+        elif _PATH.search(info):
             path, how = _path_in(info, known), "info"
         elif lang in _NOT_FILES:
             continue  # a command to run or output shown, not a file
-        elif before and len(before[-1]) < 200 and _path_in(before[-1], known):
-            path, how = _path_in(before[-1], known), "line"
+        elif line_path:
+            path, how = line_path, "line"
+        elif named is not None and not before:
+            path, how = named, "line"
         first = body.split("\n", 1)[0]
         comment = _COMMENT_PATH.match(first)
         if path is None and comment:
             path, how = _path_in(comment.group(1), known), "comment"
         if path is None and sources:
             path, how = _by_definitions(body, sources), "definitions"
+        named = None
         if path is None or not body.strip():
             continue
         if how == "comment":
