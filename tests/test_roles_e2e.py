@@ -287,15 +287,17 @@ def test_a_change_request_whose_edits_all_break_the_rules_sends_nothing_back(spa
     assert not events(got, "spec.changes_requested") and events(got, "spec.updated")[-1]["payload"]["answer_via"] == "agent"
 
 
-def test_forbidden_edit_dropped_after_repairs_keeps_the_allowed_ones(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_answer_naming_a_section_outside_the_four_is_refused_whole(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    # The answer schema names the four sections (a server that enforces it lets no other through); an
+    # answer that names another breaks the schema, so none of its edits is applied.
     (workspace / "SPEC.md").write_text(SPEC)
     mixed = json.dumps({"status": "updated", "summary": "both", "section_edits": [
         {"section": "Behaviour", "content": "rewritten!"}, {"section": "Status", "content": "done"}]})
     agent = spawn("spec_maintainer", replies=[mixed] * 3)
     done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
-    assert done["payload"]["edited_sections"] == ["Status"]
+    assert done["payload"]["edited_sections"] == ["Changelog"] and done["payload"]["answer_via"] == "agent"
     text = (workspace / "SPEC.md").read_text()
-    assert "add only" in text and "rewritten!" not in text and "## Status\n\ndone\n" in text
+    assert "add only" in text and "rewritten!" not in text and "old status" in text
 
 
 def test_no_usable_spec_answer_ends_in_a_changelog_entry_the_agent_records(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]

@@ -67,6 +67,13 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
             # after every schema refusal, and a failed update_spec ends lorch's run).
             ctx.log("info", "spec: one section edit given without its list; taken as a list of one")
             answer = {**answer, "section_edits": [edits]}
+        if isinstance(answer, dict) and isinstance(answer.get("section_edits"), list):
+            # The schema names the four sections exactly (a server that enforces it lets no other
+            # through); a heading's marks or another case still name one of them.
+            answer = {**answer, "section_edits": [
+                {**e, "section": _canonical(e["section"]) or e["section"]}
+                if isinstance(e, dict) and isinstance(e.get("section"), str) else e
+                for e in answer["section_edits"]]}
         # "updated" with nothing to apply is a contradiction the agent resolves itself: nothing
         # was updated, so the spec needed no change (a failure here would end a finished run).
         if isinstance(answer, dict) and answer.get("status") == "updated" and not answer.get("section_edits"):
