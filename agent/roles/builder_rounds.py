@@ -214,6 +214,13 @@ def _progressed(last: dict[str, Any]) -> bool:
     return last["outcome"] not in ("unusable", "rolled back") and last.get("improved", True)
 
 
+def _temperature(n: int, stuck: bool) -> float:
+    """The first round takes the model's most likely answer, as the model alone does; a round after
+    one that moved no test forward is varied, as the same prompt at a low temperature brings the same
+    reply back; the others stay near the likely answer."""
+    return 0.0 if n == 1 else 0.6 if stuck else 0.2
+
+
 def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
     """When a round's reply is cut so that what it gave can still be written and tested in time."""
     if not enabled(ctx, "keep_cut_reply"):
@@ -320,7 +327,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         user = _round_prompt(ctx, prompt_for, files, log, best, fresh)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        entry, words = _one_round(ctx, n, user, files, 0.6 if stuck else 0.2, must_act, test_s)
+        entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
         log.append(entry)
         if entry["outcome"] == "unusable":
             if fresh:
