@@ -3,7 +3,7 @@
 Each successful call appends one JSONL line in the format `RecordedModel` serves::
 
     {"digest", "request": {"messages", "task_type", "role", "schema_name", "temperature"},
-     "reply": {"text", "model", "provider"}, "usage": {"prompt_tokens", "completion_tokens"},
+     "reply": {"text", "model", "provider", "finish_reason"}, "usage": {"prompt_tokens", "completion_tokens"},
      "latency_ms", "recorded_at"}
 
 Recordings get committed as fixtures, so the stored request (prompt text included) and reply are
@@ -59,7 +59,9 @@ class RecordingModel:
                                            "task_type": request.task_type, "role": request.role,
                                            "schema_name": request.schema_name,
                                            "temperature": request.temperature}),
-            "reply": {"text": self.redactor.text(reply.text), "model": reply.model, "provider": reply.provider},
+            # finish_reason too: a reply the client cut at a stop string or a deadline replays as cut
+            "reply": {"text": self.redactor.text(reply.text), "model": reply.model, "provider": reply.provider,
+                      "finish_reason": reply.finish_reason},
             "usage": {"prompt_tokens": reply.usage.prompt_tokens,
                       "completion_tokens": reply.usage.completion_tokens},
             "latency_ms": round(latency_ms, 1),

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from agent.errors import ReplayMiss
-from agent.models.base import ModelRequest
+from agent.models.base import ModelReply, ModelRequest, Usage
 from agent.models.recorded import RecordedModel
 from agent.models.recorder import RecordingModel
 from agent.models.scripted import ScriptedModel
@@ -34,7 +34,7 @@ def test_record_then_replay_round_trip(tmp_path: Path) -> None:
     assert len(lines) == 2
     entry = orjson.loads(lines[0])
     assert entry["digest"] == req("plan A").digest()
-    assert entry["reply"] == {"text": "first", "model": "m1", "provider": "scripted"}
+    assert entry["reply"] == {"text": "first", "model": "m1", "provider": "scripted", "finish_reason": "stop"}
     assert set(entry["usage"]) == {"prompt_tokens", "completion_tokens"} and "latency_ms" in entry
     assert (os.stat(path).st_mode & 0o777) == 0o600
 
@@ -43,6 +43,21 @@ def test_record_then_replay_round_trip(tmp_path: Path) -> None:
     again = replay.complete(req("plan A"))
     assert (again.text, again.model, again.provider) == ("first", "m1", "recorded")
     assert again.usage.prompt_tokens == r1.usage.prompt_tokens
+
+
+def test_a_reply_cut_at_a_stop_string_replays_as_cut(tmp_path: Path) -> None:
+    class Cut:
+        def complete(self, request: ModelRequest) -> ModelReply:
+            return ModelReply(text="calc.py\n```\nX = 1\n", model="m1", provider="openai", usage=Usage(3, 4, 0.0),
+                              finish_reason="stop_string")
+
+        def close(self) -> None:
+            pass
+
+    path = tmp_path / "responses.jsonl"
+    RecordingModel(Cut(), path, Redactor({})).complete(req("build"))  # type: ignore[arg-type]
+    again = RecordedModel(path).complete(req("build"))
+    assert (again.text, again.finish_reason) == ("calc.py\n```\nX = 1\n", "stop_string")
 
 
 def test_secrets_are_redacted_in_the_recording_but_replay_still_matches(tmp_path: Path) -> None:
