@@ -113,3 +113,31 @@ def test_the_named_repairs_that_fired_are_counted_from_the_audit(tmp_path: Path)
             {"event": "repair_applied", "name": "stop_at_test_file"}, {"event": "repair_applied", "name": "keep_cut_reply"}]
     audit.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert harness.measure(tmp_path)["strategies"] == {"keep_cut_reply": 2, "stop_at_test_file": 1}
+
+
+def _replay_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("luallm_replay_first_round", harness.ROOT / "bench" / "replay_first_round.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_first_replies_of_a_recording_are_read_again_and_judged(tmp_path: Path, capsys: Any) -> None:
+    [task] = harness.load_tasks(["fix-temperature"])
+    fixed = (task.solution / "temperature.py").read_text()
+    unchanged = (task.workspace / "temperature.py").read_text()
+    row = {"request": {"role": "builder", "messages": [{"role": "user", "content": "## Goal\n" + task.goal}]}}
+    cases = [({"text": f"```\ntemperature.py\n```python\n{fixed}```\n"}, "pass"),  # the path fenced on its own
+             ({"text": f"temperature.py\n```python\n{fixed}", "finish_reason": "stop_string"}, "pass"),  # cut: closed
+             ({"text": f"temperature.py\n```python\n{unchanged}```\n"}, "fail"),
+             ({"text": "I would fix the formula."}, "fail")]
+    for reply, verdict in cases:
+        recording = tmp_path / "replies.jsonl"
+        recording.write_text(json.dumps({**row, "reply": reply}) + "\n")
+        assert _replay_module().main([str(recording), "--tasks", "fix-temperature"]) == 0
+        out = capsys.readouterr().out
+        assert out.split()[:2] == ["fix-temperature", verdict], out
+    assert "with no file read: 1" in out
