@@ -18,9 +18,9 @@ DESCRIPTION = """\
 Serve one lorch role: read commands as NDJSON on stdin, answer with events, heartbeats and a few
 logs as NDJSON on stdout, and keep receipts, the audit log and every file written inside the
 workspace. This is what lorch starts from the `cmd` array of its lorch.json, with AGENT_TYPE set
-to the role. For each command the agent asks the configured model for a Lua plan or a JSON
-answer, runs it in the sandbox, and ends the command with exactly one terminal event, also on
-failure. Diagnostics go to stderr and logs/luallm-agent/audit.jsonl. Redirect a file of commands
+to the role. For each command the agent asks the configured model for its answer (the builder:
+changed files as text, in rounds against --test-command; the other roles: JSON, or a Lua plan run
+in the sandbox) and ends the command with exactly one terminal event, also on failure. Diagnostics go to stderr and logs/luallm-agent/audit.jsonl. Redirect a file of commands
 into stdin to replay it: every command is answered before the agent exits."""
 
 EXAMPLES = [
