@@ -256,25 +256,14 @@ def test_a_reply_still_being_written_when_the_rounds_time_runs_out_keeps_its_who
     assert _audit(tmp_path, "model_reply_cut")
 
 
-def test_passing_tests_with_the_goals_examples_failing_get_one_more_round(tmp_path: Path) -> None:
+def test_passing_tests_end_the_rounds_even_where_the_goals_examples_fail(tmp_path: Path) -> None:
+    # the goal's examples guide the first prompt; the tests decide when the rounds end
     wrong = "stats.py\n```python\ndef mean(xs):\n    return sum(xs)\n```\n"
-    right = "stats.py\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
-    ctx, model = _ctx(tmp_path, [RIGHT + "\n" + wrong, right, wrong])
+    ctx, model = _ctx(tmp_path, [RIGHT + "\n" + wrong, RIGHT])
     ctx.cmd.inputs["goal"] = "Fix calc.py, and create stats.py with mean(values): mean([1, 2]) == 1.5."
     out = builder.handle(ctx)
-    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
-    assert "/ len(xs)" in (tmp_path / "stats.py").read_text()
-    second = model.requests[1].messages[-1]["content"]
-    assert "these do not hold:\n- mean([1, 2]) returned 3; the goal says 1.5" in second
-    assert [r["name"] for r in _audit(tmp_path, "repair_applied")] == ["goal_example_round"]
-
-
-def test_an_example_that_held_before_the_change_describes_the_bug_and_is_never_asked_for(tmp_path: Path) -> None:
-    ctx, model = _ctx(tmp_path, [RIGHT, RIGHT])
-    ctx.cmd.inputs["goal"] = "Fix calc.py: add(2, 2) returns 0 and mul(2, 3) returns 0, which is wrong."
-    out = builder.handle(ctx)
     assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 1 and len(model.requests) == 1
-    assert not _audit(tmp_path, "repair_applied")
+    assert "return sum(xs)\n" in (tmp_path / "stats.py").read_text() and not _audit(tmp_path, "repair_applied")
 
 
 def test_a_reply_that_goes_on_to_give_the_tests_back_is_ended_there(tmp_path: Path) -> None:

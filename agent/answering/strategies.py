@@ -63,9 +63,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "is kept unless it does better)"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
-    Strategy("goal_example_round", "agent/roles/builder_rounds.py",
-             "once the tests pass, the goal's own examples that fail on the code (and did not hold before the "
-             "command) cost one more round, once; the tests still decide what is kept"),
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",
              "when the best round still fails the tests and the code as it was does better, the change is "
              "withdrawn"),

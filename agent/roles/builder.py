@@ -40,7 +40,7 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.project_files import bookkeeping_reason, new_paths_named, paths_named_in, project_files
 from agent.prompt import PromptBuilder
 from agent.roles.builder_rounds import build_in_rounds
-from agent.roles.goal_examples import examples_section, failed_text, run_goal_examples
+from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.prompting import (
     quote_feedback,
     quote_files,
@@ -322,19 +322,9 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
         nonlocal budget
         budget = round_budget
         return builder_prompt(ctx, round_budget, written) + ("" if written else today)
-    held_before = {r["call"] for r in checked if r["held"]}
-
-    def examples_gap() -> str:
-        # An example that held on the code as it was describes today's behaviour (a bug report's
-        # "returns X"), not the goal: only the others are asked for.
-        failing = [r for r in run_goal_examples(ctx) if not r["held"] and r.get("path")
-                   and r["call"] not in held_before]
-        return ("The agent ran the goal's own examples on your code, and these do not hold:\n" + failed_text(failing)
-                + "\nChange the code so that they hold, and the tests still pass.") if failing else ""
     try:
         done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds,
-                               must_act=ctx.cmd.action == "implement" and not _about_prose(ctx),
-                               examples_gap=examples_gap if ctx.settings.test_command else None)
+                               must_act=ctx.cmd.action == "implement" and not _about_prose(ctx))
     except InvalidModelResponse as exc:
         kept = _kept_as_is(ctx, exc)
         if kept is None:

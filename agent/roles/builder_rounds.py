@@ -11,7 +11,6 @@ out of the goal's prose.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,19 +114,12 @@ def _missing(ctx: CommandContext) -> str:
                     + ", which the task asks for: add it." for d in new_definitions_named(ctx))
 
 
-def _gap(ctx: CommandContext, examples_gap: Callable[[], str] | None = None) -> tuple[str, bool]:
-    """Once the tests pass (or no tests run): what the task still asks for, as one more round's
-    request, and whether that is the goal's examples."""
+def _gap(ctx: CommandContext) -> str:
+    """Once the tests pass (or no tests run): what the task still asks for, as one more round's request."""
     gap = _missing(ctx) if enabled(ctx, "missing_definition_round") else ""
     if gap:
         applied(ctx, "missing_definition_round", missing=gap[:200])
-        return gap, False
-    if examples_gap is not None and enabled(ctx, "goal_example_round"):
-        gap = examples_gap()
-        if gap:
-            applied(ctx, "goal_example_round", failing=gap[:200])
-            return gap, True
-    return "", False
+    return gap
 
 
 def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
@@ -305,14 +297,13 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
 
 
-def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
-                    examples_gap: Callable[[], str] | None = None) -> RoundsResult:
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
     whose goal is not about prose). A definition the goal names that is still missing once the tests pass
-    is a reason for one more round, never a reason to reject what the tests accept; so is, once,
-    `examples_gap()`: the goal's examples that fail on the code now (and did not hold before the command)."""
+    is a reason for one more round, never a reason to reject what the tests accept. The goal's own
+    examples guide the first prompt only: the tests decide when the rounds end."""
     files = _Files(ctx)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
@@ -336,8 +327,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         summary = words
         if not testing:
             files.keep()
-            entry["gap"], asked = _gap(ctx, examples_gap)
-            examples_gap = None if asked else examples_gap  # once: a second miss may be the example's
+            entry["gap"] = _gap(ctx)
             if not entry["gap"]:
                 break
             continue
@@ -353,8 +343,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            entry["gap"], asked = _gap(ctx, examples_gap) if entry["outcome"] == "kept" else ("", False)
-            examples_gap = None if asked else examples_gap
+            entry["gap"] = _gap(ctx) if entry["outcome"] == "kept" else ""
             if not entry["gap"]:
                 break
     if all(e["outcome"] == "unusable" for e in log):

@@ -33,7 +33,7 @@ from agent.roles.prompting import read_project_text
 from agent.test_command import run_tests
 
 __all__ = ["Example", "examples_in", "examples_of", "run_examples", "run_goal_examples", "examples_section",
-           "failed_text", "said"]
+           "said"]
 
 _CALL = r"\b([A-Za-z_]\w*)\(((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*)\)"
 _VERB = r"\s*(?:==|(?:must|should|will)?\s*(?:still\s+)?(?:returns?|gives?|is)\b)\s*"
@@ -216,10 +216,3 @@ def examples_section(checked: list[dict[str, Any]]) -> str:
     return "## The goal's own examples, run on the code now by the agent\n" + "\n".join(
         f"- {r['call']}: {'holds' if r['held'] else 'returned ' + r['got'] + '; the goal says ' + said(r['expected'])}"
         for r in checked)
-
-
-def failed_text(results: list[dict[str, Any]]) -> str:
-    """`fahrenheit_to_celsius(212) returned 194.22222222222223; the goal says 100.0`, one per line."""
-    return "\n".join(f"- {r['call']} returned {r['got']}; the goal says {said(r['expected'])}"
-                     if not r["got"].startswith(("no module", "the examples")) else f"- {r['call']}: {r['got']}"
-                     for r in results if not r["held"])
