@@ -42,7 +42,8 @@ def chat(base_url: str, model: str, messages: list[dict[str, str]], timeout: flo
     body = json.dumps({"model": model, "messages": messages, "temperature": 0, "max_tokens": 2048}).encode()
     req = urllib.request.Request(base_url + "/chat/completions", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the bench's own loopback server)
-        return json.loads(resp.read())
+        reply: dict[str, Any] = json.loads(resp.read())
+        return reply
 
 
 def run_tests(command: str, ws: Path) -> tuple[bool, str]:
