@@ -20,8 +20,9 @@ logs as NDJSON on stdout, and keep receipts, the audit log and every file writte
 workspace. This is what lorch starts from the `cmd` array of its lorch.json, with AGENT_TYPE set
 to the role. For each command the agent asks the configured model for its answer (the builder:
 changed files as text, in rounds against --test-command; the other roles: JSON, or a Lua plan run
-in the sandbox) and ends the command with exactly one terminal event, also on failure. Diagnostics go to stderr and logs/luallm-agent/audit.jsonl. Redirect a file of commands
-into stdin to replay it: every command is answered before the agent exits."""
+in the sandbox) and ends the command with exactly one terminal event, also on failure.
+Diagnostics go to stderr and logs/luallm-agent/audit.jsonl. Redirect a file of commands into
+stdin to replay it: every command is answered before the agent exits."""
 
 EXAMPLES = [
     "luallm-agent stdio --role reviewer --workspace . --base-url http://127.0.0.1:8080/v1 --model my-model",
