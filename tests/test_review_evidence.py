@@ -18,11 +18,12 @@ TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"
 APPROVED = json.dumps({"status": "approved", "summary": "ok", "findings": []})
 
 
-def _review(tmp_path: Path, code: str, test_command: str | None) -> str:
+def _review(tmp_path: Path, code: str, test_command: str | None,
+            goal: str = "Make add and mul in calc.py right.") -> str:
     (tmp_path / "calc.py").write_text(code)
     (tmp_path / "test_calc.py").write_text(TESTS)
     model = FakeModel([APPROVED])
-    ctx = make_context(tmp_path, "review", model, inputs={"goal": "Make add and mul in calc.py right."},
+    ctx = make_context(tmp_path, "review", model, inputs={"goal": goal},
                        settings=RoleSettings(test_command=test_command))
     assert reviewer.handle(ctx).payload["summary"] == "ok"
     return str(model.requests[0].messages[-1]["content"])
@@ -45,3 +46,10 @@ def test_with_a_test_command_the_test_files_result_is_quoted_instead_of_the_file
     with_command = _review(tmp_path, CALC, f"{sys.executable} -m unittest -q test_calc")
     assert "### test_calc.py" not in with_command and "### calc.py" in with_command
     assert "### test_calc.py" in _review(tmp_path, CALC, None)
+
+
+def test_a_goal_naming_the_test_file_still_gets_its_result_instead_of_the_file(tmp_path: Path) -> None:
+    goal = "Implement calc.py so that the tests in test_calc.py pass."
+    with_command = _review(tmp_path, CALC, f"{sys.executable} -m unittest -q test_calc", goal)
+    assert "### test_calc.py" not in with_command and "## The project's tests, run now" in with_command
+    assert "### test_calc.py" in _review(tmp_path, CALC, None, goal)

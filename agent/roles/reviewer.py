@@ -213,14 +213,19 @@ def handle(ctx: CommandContext) -> Outcome:
     changed = builder_files(ctx)
     named = paths_named_in([v for v in cmd.inputs.values() if isinstance(v, str)], listing)
     previous = [f["path"] for f in _previous_findings(ctx)]
-    to_read = [p for p in dict.fromkeys([*changed, *task_files, *named, *previous])
-               if bookkeeping_reason(p) is None and read_project_text(ctx, p, max_bytes=1) is not None]
-    # Small project files as well, while they fit: a review may not know what the builder wrote
-    # (no receipts when the builder ran elsewhere), and a finding can only cite what it saw. Test
-    # files only without a test command: with one, their result is quoted instead, at a fraction of
-    # the prompt (a test file is often the largest file of the project).
+    # Test files the builder did not write only without a test command: with one, their result is
+    # quoted instead, at a fraction of the prompt (a test file is often the largest file of the
+    # project, and a goal that names it would otherwise quote it in every round).
     tests = _tests_now(ctx)
-    to_read += [p for p in small_project_files(ctx, listing, set(to_read)) if tests is None or not is_test_path(p)]
+
+    def shown(rel: str) -> bool:
+        return tests is None or rel in changed or not is_test_path(rel)
+
+    to_read = [p for p in dict.fromkeys([*changed, *task_files, *named, *previous])
+               if shown(p) and bookkeeping_reason(p) is None and read_project_text(ctx, p, max_bytes=1) is not None]
+    # Small project files as well, while they fit: a review may not know what the builder wrote
+    # (no receipts when the builder ran elsewhere), and a finding can only cite what it saw.
+    to_read += [p for p in small_project_files(ctx, listing, set(to_read)) if shown(p)]
     parts = [f"# Review task {cmd.task_id} (round {round_no} of at most {limit})", quote_json("Inputs", cmd.inputs),
              "## Files written by the builder\n" + ("\n".join(changed) or "(unknown)"),
              "## Files to review (with line numbers)\n" + (quote_files(ctx, budget, to_read, numbered=True)
