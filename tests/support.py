@@ -88,8 +88,9 @@ class Agent(AgentProcess):
         return self.until(lambda m: is_terminal(self.role, m, cmd["task_id"]), timeout)
 
 
-def write_replies(path: Path, replies: list[Any]) -> Path:
-    path.write_text(json.dumps([r if isinstance(r, str) else json.dumps(r) for r in replies]))
+def write_replies(path: Path, replies: list[Any], json_schema: bool = True) -> Path:
+    texts = [r if isinstance(r, str) else json.dumps(r) for r in replies]
+    path.write_text(json.dumps(texts if json_schema else {"replies": texts, "json_schema": False}))
     return path
 
 
@@ -102,17 +103,20 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def spawn(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """spawn(role, *extra_args, replies=[...], env={...}) → a started Agent (waits for ready)."""
+    """spawn(role, *extra_args, replies=[...], env={...}) → a started Agent (waits for ready).
+    `json_schema=False`: the scripted server takes no response_format (the prompt shows the schema
+    and the worked example)."""
     started: list[Agent] = []
 
     def _spawn(role: str, *extra: str, workspace: Path | None = None, replies: list[Any] | None = None,
-               env: dict[str, str] | None = None, wait_ready: bool = True) -> Agent:
+               env: dict[str, str] | None = None, wait_ready: bool = True, json_schema: bool = True) -> Agent:
         ws = workspace or (tmp_path / "ws")
         ws.mkdir(exist_ok=True)
         argv = [sys.executable, "-m", "agent", "stdio", "--role", role, "--workspace", str(ws),
                 "--heartbeat-interval", "0.5", *extra]
         if replies is not None:
-            argv += ["--scripted-replies", str(write_replies(tmp_path / f"replies-{len(started)}.json", replies))]
+            argv += ["--scripted-replies", str(write_replies(tmp_path / f"replies-{len(started)}.json", replies,
+                                                                   json_schema))]
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LUALLM_AGENT_"))}
         full_env.pop("AGENT_TYPE", None)
         full_env.update(env or {})

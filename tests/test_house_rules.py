@@ -18,6 +18,10 @@ def test_ruff_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_the_spec_states_behaviour_in_at_most_60_kb() -> None:
+    assert len((ROOT / "MASTER-SPEC.md").read_bytes()) <= 60_000  # run histories go to docs/real-model.md
+
+
 def test_error_codes_are_unique_and_documented_in_the_spec() -> None:
     spec = (ROOT / "MASTER-SPEC.md").read_text()
     codes = [cls.code for cls in errors.ALL_CODES.values()]

@@ -160,7 +160,7 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[copied, whole])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[copied, whole], json_schema=False)
     out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
     done = events(out, "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
@@ -206,7 +206,7 @@ def test_the_same_failing_edit_twice_asks_for_whole_files(spawn, workspace: Path
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[wrong, wrong, whole])
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[wrong, wrong, whole], json_schema=False)
     done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
@@ -323,7 +323,7 @@ def test_a_valid_review_that_repeats_the_worked_example_is_sent_back_even_after_
             "findings": [{"path": "stack.py", "comment": "return f\"Hello, {name}!\" as the goal says"}]}
     own = {"status": "approved", "summary": "op5 returns 5 as the goal says", "findings": []}
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("reviewer", "--record", str(rec), replies=[json.dumps(copy), json.dumps(copy), json.dumps(own)])
+    agent = spawn("reviewer", "--record", str(rec), replies=[json.dumps(copy), json.dumps(copy), json.dumps(own)], json_schema=False)
     done = events(agent.run(make_command("review", inputs={"goal": "op5 in stack.py returns 5"})), "review.completed")[-1]
     assert done["status"] == "approved"
     sent = _requests(rec)
@@ -331,3 +331,25 @@ def test_a_valid_review_that_repeats_the_worked_example_is_sent_back_even_after_
     assert "the answer repeats the worked example" in sent[2][-1]["content"]  # ... and still checked against it
     audit = _audit(workspace)
     assert len([a for a in audit if a.get("event") == "answer_copied_example"]) == 2
+
+
+def test_a_server_holding_the_schema_gets_the_fields_in_brief_and_no_worked_example(
+        spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    own = json.dumps({"status": "approved", "summary": "op5 returns 5", "findings": []})
+    sent = {}
+    for held in (True, False):
+        rec, ws = tmp_path / f"rec-{held}.jsonl", tmp_path / f"ws-{held}"
+        ws.mkdir()
+        _project(ws)
+        agent = spawn("reviewer", "--record", str(rec), workspace=ws, replies=[own], json_schema=held)
+        done = events(agent.run(make_command("review", inputs={"goal": "op5 in stack.py returns 5"})),
+                      "review.completed")[-1]
+        assert done["status"] == "approved"
+        [sent[held]] = _requests(rec)
+    held_system = sent[True][0]["content"]
+    assert '- status: "approved" or "changes_requested"' in held_system
+    assert "- findings: list of {path: text, line?: integer, comment: text}" in held_system
+    assert "JSON Schema" not in held_system and [m["role"] for m in sent[True]] == ["system", "user"]
+    # without response_format the model sees the schema itself and the worked example
+    assert "JSON Schema" in sent[False][0]["content"]
+    assert sent[False][1]["content"].startswith("(A worked example")

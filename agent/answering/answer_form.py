@@ -232,7 +232,7 @@ def choose_form(setting: str, client: ModelClient | None, role: str, task_type: 
             return AnswerForm("grammar", grammar=grammar, reason="--answers grammar: the server takes a GBNF grammar")
         return AnswerForm("plan", reason="--answers grammar: the server takes no GBNF grammar; a free Lua plan")
     if setting == "json":
-        return json_form("--answers json")
+        return json_form("--answers json", schema=getattr(capabilities_of(client), "json_schema", None) is not False)
     hints = model_hints(client, role, task_type)
     caps = capabilities_of(client)
     takes_grammar = bool(getattr(caps, "grammar", False))

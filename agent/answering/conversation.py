@@ -5,6 +5,11 @@ the answer schema, the role's own); the worked example is an earlier user/assist
 because a small model copies an example quoted inside the system prompt into its own answer and a
 finished exchange far less. Also here: recognising a reply that copies the example instead of
 doing the task.
+
+Where the server holds the answer to its schema (form `json_held`: the schema goes as
+`response_format`), the prompt names the fields in one short outline and shows no worked
+example: both exist to show the form, which the decoder now keeps, and a small model copied the
+example's finding into answers about other projects.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from agent.command_context import CommandContext
 from agent.resources import prompt_text, schema_dir
 
 __all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "example_answer", "system_prompt",
-           "compact_schema", "worked_example", "first_messages", "messages_for"]
+           "compact_schema", "schema_outline", "worked_example", "first_messages", "messages_for", "HELD_JSON"]
 
 _EXAMPLES = Path(__file__).resolve().parent.parent / "roles" / "examples"
 EXAMPLE_MARK = "(A worked example, to show the form; your own task follows.)"
+HELD_JSON = "json_held"  # the JSON form whose schema the server enforces
 
 
 @functools.cache
@@ -30,16 +36,44 @@ def _text(name: str) -> str:
     return prompt_text(name)
 
 
+def _answer_schema(role: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
+    return schema
+
+
 @functools.cache
 def compact_schema(role: str) -> str:
     """The role's answer schema without its bookkeeping keys, as one compact JSON line."""
-    schema = json.loads((schema_dir() / "answers" / f"{role}.json").read_text())
+    schema = _answer_schema(role)
     for key in ("$schema", "$id", "title", "description"):
         schema.pop(key, None)
     reasoning = schema.get("properties", {}).get("reasoning")
     if isinstance(reasoning, dict):
         reasoning.pop("description", None)
     return json.dumps(schema, separators=(",", ":"))
+
+
+@functools.cache
+def schema_outline(role: str) -> str:
+    """The answer's fields, a line each (`- findings: list of {path, line?, comment}`): what the model
+    needs to know before it writes, where the server holds the details."""
+    schema = _answer_schema(role)
+    required = set(schema.get("required", []))
+    return "\n".join(f"- {name}{'' if name in required else ' (optional)'}: {_outline(prop)}"
+                     for name, prop in schema.get("properties", {}).items() if name != "reasoning")
+
+
+def _outline(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " or ".join(json.dumps(v) for v in prop["enum"])
+    kind = prop.get("type")
+    if kind == "array":
+        return "list of " + _outline(prop.get("items", {}))
+    if kind == "object":
+        required = set(prop.get("required", []))
+        return "{" + ", ".join(f"{k}{'' if k in required else '?'}: {_outline(v)}"
+                               for k, v in prop.get("properties", {}).items()) + "}"
+    return {"string": "text", "integer": "integer", "number": "number", "boolean": "boolean"}.get(str(kind), "value")
 
 
 @functools.cache
@@ -51,7 +85,7 @@ def worked_example(role: str, action: str, form: str) -> tuple[str, str] | None:
     far less.
     """
     stem = f"{role}.{action}"
-    if not (_EXAMPLES / f"{stem}.json").is_file():
+    if form == HELD_JSON or not (_EXAMPLES / f"{stem}.json").is_file():
         return None
     data = json.loads((_EXAMPLES / f"{stem}.json").read_text())
     text = data["task"]
@@ -70,7 +104,8 @@ def system_prompt(role: str, form: str = "plan") -> str:
     from agent.plans.tools import plan_tools_for
 
     parts = [_text("common.txt")]
-    template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role))
+    template = _text(f"form_{form}.txt").replace("{schema}", compact_schema(role)) \
+        .replace("{outline}", schema_outline(role) if form == HELD_JSON else "")
     if "{tools}" in template:
         from agent.plans import tools_prompt_text
 
@@ -81,6 +116,7 @@ def system_prompt(role: str, form: str = "plan") -> str:
 
 
 _CLOSING = {"json": "Reply now with the JSON answer for this task.",
+            HELD_JSON: "Reply now with the JSON answer for this task.",
             "plan": "Reply now with the Lua plan (or the JSON answer) for this task.",
             "grammar": "Reply now with the Lua plan for this task."}
 

@@ -99,7 +99,7 @@ class _Loop:
     """State of one command's asking: the form, the conversation, what was rejected so far."""
 
     def __init__(self, ctx: CommandContext, spec: AnswerSpec, user: str) -> None:
-        from agent.answering.conversation import example_answer, messages_for
+        from agent.answering.conversation import HELD_JSON, example_answer, messages_for
 
         self.ctx = ctx
         self.spec = spec
@@ -108,7 +108,8 @@ class _Loop:
         ctx.audit.record("answer_form", task_id=ctx.cmd.task_id, role=spec.role, form=self.form.name,
                          schema=self.form.schema, grammar=self.form.grammar is not None,
                          json_grammar=self.form.json_grammar is not None, reason=self.form.reason)
-        self.messages = messages_for(ctx, user, self.form.name)
+        held = self.form.name == "json" and self.form.schema  # the server keeps the answer to its schema
+        self.messages = messages_for(ctx, user, HELD_JSON if held else self.form.name)
         self.example = example_answer(self.messages)  # still checked for copies after a start over drops it
         self.task = user  # the task's own text: repair notes quoting a copied line are not part of it
         self.max_tokens: int | None = ctx.settings.max_tokens

@@ -6,6 +6,7 @@ recording becomes a recorded-responses file keyed by the real request digests.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,18 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        """A JSON list of reply strings, or JSONL of {"text": ...} objects."""
+        """A JSON list of reply strings, JSONL of {"text": ...} objects, or {"replies": [...],
+        "json_schema": false} for a server that takes no response_format."""
         raw = Path(path).read_bytes()
         try:
             data: Any = orjson.loads(raw)
         except orjson.JSONDecodeError:
             data = [orjson.loads(line)["text"] for line in raw.splitlines() if line.strip()]
-        return cls([d if isinstance(d, str) else d["text"] for d in data])
+        caps = SCRIPTED_CAPABILITIES
+        if isinstance(data, dict):
+            caps = replace(caps, json_schema=data.get("json_schema") is not False)
+            data = data["replies"]
+        return cls([d if isinstance(d, str) else d["text"] for d in data], capabilities=caps)
 
     def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
