@@ -39,6 +39,8 @@ def _project(ws: Path) -> None:
 def test_builder_sees_the_spec_the_files_under_review_and_never_the_bookkeeping(spawn, workspace: Path,
                                                                                  tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(workspace)
+    (workspace / "data").mkdir()
+    (workspace / "data" / "big.csv").write_text("n,square\n" + "".join(f"{i},{i * i}\n" for i in range(2000)))
     (workspace / "reviews").mkdir()
     (workspace / "reviews" / "T-0001.json").write_text(json.dumps({"task_id": "T-0001", "status": "changes_requested",
                                                                     "findings": [{"path": "stack.py", "line": 17,
@@ -57,8 +59,8 @@ def test_builder_sees_the_spec_the_files_under_review_and_never_the_bookkeeping(
     assert "### stack.py\n```\nclass Stack:" in user and "def op5(self):" in user  # the file under review, whole
     assert "op5 must return 55" in user                            # the finding to address
     assert "def test_op0():" in user                               # a small project file that fits
-    listing = user.split("## Project files\n", 1)[1]
-    assert "stack.py" in listing and "specs/stack.md" in listing
+    listing = user.split("## Other files of the project (not shown)\n", 1)[1]
+    assert listing.split("\n\n")[0].splitlines() == ["data/big.csv"]  # what is quoted is not listed again
     for hidden in ("lorch.json", "lorch-console.log", "events/", "state/", "transcripts/", "reviews/"):
         assert hidden not in listing
     assert "LORCH noise" not in user

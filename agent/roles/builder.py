@@ -42,6 +42,7 @@ from agent.prompt import PromptBuilder
 from agent.roles.builder_rounds import build_in_rounds
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.prompting import (
+    listing_section,
     quote_feedback,
     quote_files,
     quote_json,
@@ -130,8 +131,8 @@ def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] |
     new_files = new_paths_named(list(strings_in(cmd.inputs)), listing)
     if new_files:
         parts.append("## Files the task names that do not exist yet (create them)\n" + "\n".join(new_files))
-    parts.append("## Project files\n" + ("\n".join(listing) or "(the project has no files yet)"))
-    return "\n".join(parts)
+    listed = listing_section(listing, {*must, *small, *tests, *([spec] if spec else [])})
+    return "\n".join([*parts, listed] if listed else parts)
 
 
 def _prepare(answer: Any) -> Any:

@@ -12,7 +12,7 @@ from agent.pathpolicy import MODEL, PathPolicy
 from agent.prompt import PromptBuilder
 
 __all__ = ["quote_files", "read_project_text", "number_lines", "small_project_files", "quote_feedback", "quote_json",
-           "report_cuts"]
+           "report_cuts", "listing_section"]
 
 
 def quote_json(title: str, value: Any) -> str:
@@ -105,3 +105,14 @@ def report_cuts(ctx: CommandContext, builder: PromptBuilder) -> list[dict[str, A
     if cuts:
         ctx.log("info", "prompt budget cut files", files=[c["path"] for c in cuts][:20], count=len(cuts))
     return cuts
+
+
+def listing_section(listing: list[str], shown: set[str]) -> str:
+    """The project's other files, those the prompt does not quote; "" when it quotes them all.
+
+    A listing of what the prompt already shows adds nothing but tokens, and a small model that
+    ends its reading on it gives the list back instead of an answer."""
+    if not listing:
+        return "## Project files\n(the project has no files yet)"
+    rest = [p for p in listing if p not in shown]
+    return "## Other files of the project (not shown)\n" + "\n".join(rest) if rest else ""

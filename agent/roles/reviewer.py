@@ -25,6 +25,7 @@ from agent.prompt import PromptBuilder
 from agent.roles.goal_examples import examples_section, run_goal_examples
 from agent.roles.loops import current_round, end_loop
 from agent.roles.prompting import (
+    listing_section,
     quote_feedback,
     quote_files,
     quote_json,
@@ -238,7 +239,9 @@ def handle(ctx: CommandContext) -> Outcome:
     since = _since_last_review(ctx, budget, to_read)
     if since:
         parts.append(since)
-    parts.append("## Project files\n" + ("\n".join(listing) or "(none)"))
+    listed = listing_section(listing, set(to_read))
+    if listed:
+        parts.append(listed)
     ctx.progress(f"asking the model to review {len(to_read)} files", stage="reviewing")
     answer = obtain_answer(ctx, AnswerSpec("reviewer", "review", _rules(ctx, to_read),
                                            salvage=_salvage(ctx),
