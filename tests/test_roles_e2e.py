@@ -287,6 +287,18 @@ def test_a_change_request_whose_edits_all_break_the_rules_sends_nothing_back(spa
     assert not events(got, "spec.changes_requested") and events(got, "spec.updated")[-1]["payload"]["answer_via"] == "agent"
 
 
+def test_a_section_body_opening_with_its_own_heading_is_taken_without_it(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    answer = spec_answer("Changelog", "## Changelog\n- 0.1\n- 0.2: add (T-0001)")
+    done = events(spawn("spec_maintainer", replies=[answer]).run(make_command("update_spec")), "spec.updated")[-1]
+    assert done["payload"]["edited_sections"] == ["Changelog"] and done["payload"]["usage"]["calls"] == 1
+    assert (workspace / "SPEC.md").read_text().endswith("## Changelog\n\n- 0.1\n- 0.2: add (T-0001)\n")
+    # another heading inside a body is still refused
+    bad = spec_answer("Changelog", "- 0.2\n## Status\nall done")
+    got = spawn("spec_maintainer", workspace=workspace, replies=[bad] * 3).run(make_command("update_spec", task_id="T-0002"))
+    assert "all done" not in (workspace / "SPEC.md").read_text() and events(got, "spec.updated")
+
+
 def test_an_answer_naming_a_section_outside_the_four_is_refused_whole(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # The answer schema names the four sections (a server that enforces it lets no other through); an
     # answer that names another breaks the schema, so none of its edits is applied.
