@@ -37,6 +37,9 @@ _TAIL = 2000
 _ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
+_ASK_TESTS = (" The project's tests pass already, so none of them checks this task: also write a new test file "
+              "beside them (for example tests/test_<module>.py, in their style) whose tests check what the task "
+              "asks for, with the values its own words and examples give. They run after your answer.")
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
@@ -49,6 +52,7 @@ class RoundsResult:
     log: list[dict[str, Any]] = field(default_factory=list)
     changed: bool = False  # whether the files now differ from the code as it was
     withdrawn: bool = False  # the tests did better on the code as it was, so it was put back
+    tests_taken_out: dict[str, Any] | None = None  # tests it wrote that still failed: {files, output_tail}
 
 
 def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
@@ -106,6 +110,11 @@ class _Files:
 
     def changed(self) -> bool:
         return any(self.read(rel) != data for rel, data in self.before.items())
+
+    def own_tests(self) -> list[str]:
+        """The test files this command created that are now in place."""
+        return sorted(rel for rel, data in self.before.items()
+                      if data is None and is_test_path(rel) and self.read(rel) is not None)
 
 
 def _missing(ctx: CommandContext) -> str:
@@ -179,25 +188,27 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any], best: dict[str, Any]) -> str:
+def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str]) -> str:
     """What the previous round came to, for the next prompt. The tests' failures are always shown
     while they fail: a reply that could not be used leaves them as they were, and without them the
     next reply has nothing new to go on (a small model gives the same file back, round after round)."""
     if last["outcome"] == "unusable":
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
-        return why + (_failures(best, "## The tests still fail on the files above\n") if best.get("status") == "fail"
-                      else "")
+        return why + (_failures(best, "## The tests still fail on the files above\n", own)
+                      if best.get("status") == "fail" else "")
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
     undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
               "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
-    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}")
+    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own)
 
 
-def _failures(tests: dict[str, Any], heading: str) -> str:
+def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None) -> str:
     tail = quoted_output(tests, _TAIL)
-    return (f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n"
-            "Find the cause of each failure and fix the code (not the tests).\n")
+    ask = ("Find the cause of each failure and fix the code. A test you wrote for the task ("
+           + ", ".join(own) + ") may be wrong itself: where it contradicts the task's words, fix that test "
+           "instead.\n") if own else "Find the cause of each failure and fix the code (not the tests).\n"
+    return f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n" + ask
 
 
 def _progressed(last: dict[str, Any]) -> bool:
@@ -263,6 +274,21 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
         _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}"
 
 
+def _take_out_own_tests(ctx: CommandContext, files: _Files, best: dict[str, Any]
+                        ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """When the best state still fails a test this command wrote: that test is the model's own claim
+    and may be wrong, while the project's tests are the yardstick, so it is taken out and the tests run
+    again (as `test_ledger.py` does for answers in JSON or a Lua plan)."""
+    own = files.own_tests()
+    if best.get("status") != "fail" or not own:
+        return best, None
+    for rel in own:
+        files.best[rel] = None
+    files.roll_back()
+    ctx.log("warn", "tests this command wrote still failed after its rounds; they were taken out", files=own[:10])
+    return test_workspace(ctx), {"files": own, "output_tail": str(best.get("output_tail") or "")[-1000:]}
+
+
 def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """When the best state still fails: the code as it was, if its tests do better (True: withdrawn)."""
     if best.get("status") != "fail" or not files.changed() or not enabled(ctx, "withdraw_worse_change"):
@@ -281,8 +307,20 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
+def _untested(ctx: CommandContext, must_act: bool) -> bool:
+    """Whether the project's tests pass before any change, so that none of them checks the task: then
+    the builder writes tests for it with the code, as a developer would, and the rounds have a failing
+    test to go on where the code is wrong (passing tests prove nothing about a change they never run)."""
+    if not (must_act and ctx.settings.test_command and enabled(ctx, "tests_for_task")):
+        return False
+    if test_workspace(ctx).get("status") != "pass":
+        return False
+    applied(ctx, "tests_for_task")
+    return True
+
+
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool) -> str:
+                  best: dict[str, Any], fresh: bool, untested: bool = False) -> str:
     """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
     again from the files as they were before the command, as the first round did: an independent
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
@@ -291,10 +329,13 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
         files.roll_back(files.before)
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
     user: str = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
+    own = files.own_tests()
     if log and not fresh:
-        user += _feedback(log[-1], best)
-    rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
-    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
+        user += _feedback(log[-1], best, own)
+    alone = bool(log and log[-1].get("alone") and not fresh)
+    rules = _ALONE_RULES if alone else FORMAT_RULES
+    ask_tests = _ASK_TESTS if untested and not own and not alone else ""
+    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.{ask_tests}\n"
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
@@ -310,12 +351,13 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
+    untested = testing and _untested(ctx, must_act)
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         fresh = stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-        user = _round_prompt(ctx, prompt_for, files, log, best, fresh)
+        user = _round_prompt(ctx, prompt_for, files, log, best, fresh, untested)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
@@ -349,6 +391,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
         raise InvalidModelResponse(f"no round produced a usable change ({reasons})"[:1500])
+    best, taken_out = _take_out_own_tests(ctx, files, best)
     best, withdrawn = _settle(ctx, files, best)
     shown = [{k: v for k, v in e.items() if k not in ("tests", "improved")} for e in log]
-    return RoundsResult(best, len(log), summary, shown, files.changed(), withdrawn)
+    return RoundsResult(best, len(log), summary, shown, files.changed(), withdrawn, taken_out)
