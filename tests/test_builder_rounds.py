@@ -302,7 +302,7 @@ def test_where_the_projects_tests_pass_already_the_builder_writes_tests_for_the_
     ctx, model = _green_ctx(tmp_path, [first, _calc("a - b")])
     out = builder.handle(ctx)
     asked = model.requests[0].messages[-1]["content"]
-    assert "none of them checks this task" in asked and "new test file" in asked
+    assert "none of them checks this task" in asked and "the new test file test_task_t_0001.py" in asked
     second = model.requests[1].messages[-1]["content"]
     assert "test_sub" in second and "AssertionError" in second and "may be wrong itself" in second
     assert "new test file" not in second  # it wrote one: the request is not repeated

@@ -37,9 +37,6 @@ _TAIL = 2000
 _ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
-_ASK_TESTS = (" The project's tests pass already, so none of them checks this task: also write a new test file "
-              "beside them (for example tests/test_<module>.py, in their style) whose tests check what the task "
-              "asks for, with the values its own words and examples give. They run after your answer.")
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
@@ -307,20 +304,39 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
-def _untested(ctx: CommandContext, must_act: bool) -> bool:
-    """Whether the project's tests pass before any change, so that none of them checks the task: then
-    the builder writes tests for it with the code, as a developer would, and the rounds have a failing
-    test to go on where the code is wrong (passing tests prove nothing about a change they never run)."""
+def _task_test_path(ctx: CommandContext) -> str:
+    """Where the tests for the task go: beside the project's tests, named after the task (a path
+    of its own, so that a small model does not fold them into the code's file or the old tests)."""
+    files = project_files(ctx.workspace, 500)
+    tests = sorted(p for p in files if is_test_path(p) and p.endswith(".py"))
+    folder = tests[0].rpartition("/")[0] if tests else ""
+    slug = "".join(c if c.isalnum() else "_" for c in ctx.cmd.task_id.lower()).strip("_") or "task"
+    for n in range(1, 100):
+        name = f"test_task_{slug}.py" if n == 1 else f"test_task_{slug}_{n}.py"
+        path = f"{folder}/{name}" if folder else name
+        if path not in files:
+            return path
+    return path
+
+
+def _tests_to_ask(ctx: CommandContext, must_act: bool) -> str:
+    """Where the project's tests pass before any change, none of them checks the task: then the
+    builder writes tests for it with the code, as a developer would, so that wrong code fails a test
+    the rounds can act on (passing tests prove nothing about a change they never run). The request
+    for the first prompt, or ''."""
     if not (must_act and ctx.settings.test_command and enabled(ctx, "tests_for_task")):
-        return False
+        return ""
     if test_workspace(ctx).get("status") != "pass":
-        return False
-    applied(ctx, "tests_for_task")
-    return True
+        return ""
+    path = _task_test_path(ctx)
+    applied(ctx, "tests_for_task", path=path)
+    return (f" The project's tests pass already, so none of them checks this task. After the code, write one more "
+            f"file, the new test file {path}: tests of what the task asks for, in the style of the project's tests, "
+            "with the values the task's own words and examples give. They run after your answer.")
 
 
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool, untested: bool = False) -> str:
+                  best: dict[str, Any], fresh: bool, ask_tests: str = "") -> str:
     """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
     again from the files as they were before the command, as the first round did: an independent
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
@@ -334,8 +350,8 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
         user += _feedback(log[-1], best, own)
     alone = bool(log and log[-1].get("alone") and not fresh)
     rules = _ALONE_RULES if alone else FORMAT_RULES
-    ask_tests = _ASK_TESTS if untested and not own and not alone else ""
-    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.{ask_tests}\n"
+    ask = ask_tests if not own and not alone else ""
+    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.{ask}\n"
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
@@ -351,13 +367,13 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
-    untested = testing and _untested(ctx, must_act)
+    ask_tests = _tests_to_ask(ctx, must_act) if testing else ""
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         fresh = stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-        user = _round_prompt(ctx, prompt_for, files, log, best, fresh, untested)
+        user = _round_prompt(ctx, prompt_for, files, log, best, fresh, ask_tests)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
