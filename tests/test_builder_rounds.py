@@ -77,6 +77,17 @@ def test_a_round_that_moves_nothing_forward_is_followed_by_a_fresh_attempt(tmp_p
     assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["fresh_attempt"]
 
 
+def test_a_fresh_attempt_that_gave_nothing_usable_is_not_asked_again_the_same_way(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, HALF, "nothing", RIGHT], rounds=4)
+    out = builder.handle(ctx)
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "unusable", "kept"]
+    assert [r.get("fresh", False) for r in out.payload["round_log"]] == [False, False, True, False]
+    fourth = model.requests[3].messages[-1]["content"]  # the best state, why the reply failed, the failures
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in fourth
+    assert "could not be used" in fourth and "test_mul" in fourth
+    assert out.payload["tests"]["status"] == "pass"
+
+
 def test_a_round_that_moves_no_test_forward_is_followed_by_a_varied_one(tmp_path: Path) -> None:
     half_again = HALF.replace("return a + b\n```", "return b + a\n```")  # other code, still one test passing
     ctx, model = _ctx(tmp_path, [HALF, half_again, RIGHT], rounds=3)

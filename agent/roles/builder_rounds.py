@@ -372,11 +372,16 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
-        fresh = stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
+        # A fresh attempt sends the first round's prompt again; after one whose reply could not be used,
+        # that prompt would most likely bring the same reply back, so this round shows the best state and why.
+        fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
+                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable"))
         user = _round_prompt(ctx, prompt_for, files, log, best, fresh, ask_tests)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
+        if fresh:
+            entry["fresh"] = True
         log.append(entry)
         if entry["outcome"] == "unusable":
             if fresh:
