@@ -292,12 +292,12 @@ SUB_TESTS = ("import unittest\n\nimport calc\n\n\nclass S(unittest.TestCase):\n"
              "    def test_sub(self):\n        self.assertEqual(calc.sub(5, 3), 2)\n")
 
 
-def _green_ctx(tmp_path: Path, replies: list[str], rounds: int = 3, disabled: frozenset[str] = frozenset()):  # type: ignore[no-untyped-def]
+def _green_ctx(tmp_path: Path, replies: list[str], rounds: int = 3):  # type: ignore[no-untyped-def]
     """A project whose tests pass before the change: none of them checks the task."""
     (tmp_path / "calc.py").write_text(GREEN)
     (tmp_path / "test_calc.py").write_text(GREEN_TESTS)
     settings = RoleSettings(test_command=f"{sys.executable} -m unittest discover -q -s . -p 'test_*.py'",
-                            builder_rounds=rounds, answers="text", disabled_repairs=disabled)
+                            builder_rounds=rounds, answers="text")
     model = FakeModel(list(replies))
     return make_context(tmp_path, "implement", model, settings=settings,
                         inputs={"goal": "Add sub(a, b) to calc.py: it returns a minus b."}), model
@@ -305,22 +305,6 @@ def _green_ctx(tmp_path: Path, replies: list[str], rounds: int = 3, disabled: fr
 
 def _calc(body: str) -> str:
     return f"calc.py\n```python\n{GREEN}\n\ndef sub(a, b):\n    return {body}\n```\n"
-
-
-def test_where_the_projects_tests_pass_already_the_builder_writes_tests_for_the_task(tmp_path: Path) -> None:
-    # the first reply's code is wrong and its own test says so; the next round is shown that and fixes it
-    first = _calc("b - a") + "\ntest_sub.py\n```python\n" + SUB_TESTS + "```\n"
-    ctx, model = _green_ctx(tmp_path, [first, _calc("a - b")])
-    out = builder.handle(ctx)
-    asked = model.requests[0].messages[-1]["content"]
-    assert "none of them checks this task" in asked and "the new test file test_task_t_0001.py" in asked
-    second = model.requests[1].messages[-1]["content"]
-    assert "test_sub" in second and "AssertionError" in second and "may be wrong itself" in second
-    assert "new test file" not in second  # it wrote one: the request is not repeated
-    assert out.payload["tests"]["status"] == "pass" and out.payload["tests"]["passed"] == 2
-    assert (tmp_path / "test_sub.py").read_text() == SUB_TESTS and "return a - b" in (tmp_path / "calc.py").read_text()
-    assert sorted(out.payload["files"]) == ["calc.py", "test_sub.py"] and "tests_taken_out" not in out.payload
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["tests_for_task"]
 
 
 def test_a_test_the_builder_wrote_that_still_fails_is_taken_out_and_the_code_stays(tmp_path: Path) -> None:
@@ -332,13 +316,3 @@ def test_a_test_the_builder_wrote_that_still_fails_is_taken_out_and_the_code_sta
     assert out.payload["files"] == ["calc.py"] and "changes_reverted" not in out.payload
     assert out.payload["tests_taken_out"]["files"] == ["test_sub.py"]
     assert "AssertionError" in out.payload["tests_taken_out"]["output_tail"]
-
-
-def test_tests_for_the_task_are_asked_for_only_where_the_projects_tests_pass_already(tmp_path: Path) -> None:
-    ctx, model = _ctx(tmp_path, [RIGHT])  # calc's tests fail before the change: they check the task
-    builder.handle(ctx)
-    assert "new test file" not in model.requests[0].messages[-1]["content"]
-    (tmp_path / "off").mkdir()
-    off, model = _green_ctx(tmp_path / "off", [_calc("a - b")], disabled=frozenset({"tests_for_task"}))
-    assert builder.handle(off).payload["tests"]["status"] == "pass"
-    assert "new test file" not in model.requests[0].messages[-1]["content"]

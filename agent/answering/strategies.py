@@ -61,9 +61,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "
              "is kept unless it does better)"),
-    Strategy("tests_for_task", "agent/roles/builder_rounds.py",
-             "where the project's tests pass before an implement's change, the builder is asked to write tests "
-             "for the task with the code (a test it wrote that still fails after the rounds is taken out)"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",

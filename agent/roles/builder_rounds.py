@@ -304,39 +304,8 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
-def _task_test_path(ctx: CommandContext) -> str:
-    """Where the tests for the task go: beside the project's tests, named after the task (a path
-    of its own, so that a small model does not fold them into the code's file or the old tests)."""
-    files = project_files(ctx.workspace, 500)
-    tests = sorted(p for p in files if is_test_path(p) and p.endswith(".py"))
-    folder = tests[0].rpartition("/")[0] if tests else ""
-    slug = "".join(c if c.isalnum() else "_" for c in ctx.cmd.task_id.lower()).strip("_") or "task"
-    for n in range(1, 100):
-        name = f"test_task_{slug}.py" if n == 1 else f"test_task_{slug}_{n}.py"
-        path = f"{folder}/{name}" if folder else name
-        if path not in files:
-            return path
-    return path
-
-
-def _tests_to_ask(ctx: CommandContext, must_act: bool) -> str:
-    """Where the project's tests pass before any change, none of them checks the task: then the
-    builder writes tests for it with the code, as a developer would, so that wrong code fails a test
-    the rounds can act on (passing tests prove nothing about a change they never run). The request
-    for the first prompt, or ''."""
-    if not (must_act and ctx.settings.test_command and enabled(ctx, "tests_for_task")):
-        return ""
-    if test_workspace(ctx).get("status") != "pass":
-        return ""
-    path = _task_test_path(ctx)
-    applied(ctx, "tests_for_task", path=path)
-    return (f" The project's tests pass already, so none of them checks this task. After the code, write one more "
-            f"file, the new test file {path}: tests of what the task asks for, in the style of the project's tests, "
-            "with the values the task's own words and examples give. They run after your answer.")
-
-
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool, ask_tests: str = "") -> str:
+                  best: dict[str, Any], fresh: bool) -> str:
     """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
     again from the files as they were before the command, as the first round did: an independent
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
@@ -348,10 +317,8 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     own = files.own_tests()
     if log and not fresh:
         user += _feedback(log[-1], best, own)
-    alone = bool(log and log[-1].get("alone") and not fresh)
-    rules = _ALONE_RULES if alone else FORMAT_RULES
-    ask = ask_tests if not own and not alone else ""
-    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.{ask}\n"
+    rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
+    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
@@ -367,7 +334,6 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
-    ask_tests = _tests_to_ask(ctx, must_act) if testing else ""
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
@@ -376,7 +342,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         # that prompt would most likely bring the same reply back, so this round shows the best state and why.
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
                  and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable"))
-        user = _round_prompt(ctx, prompt_for, files, log, best, fresh, ask_tests)
+        user = _round_prompt(ctx, prompt_for, files, log, best, fresh)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
