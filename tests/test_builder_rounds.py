@@ -209,6 +209,8 @@ def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and
     out = builder.handle(ctx)
     second = model.requests[1].messages[-1]["content"]
     assert "def mul(a, b):\n    return 0" in second and "Answer with the function you change, alone" in second
+    # quoted in the shape asked for (the path before the fence): a reply copying it can be read
+    assert "as it is now:\ncalc.py\n```\ndef mul(a, b):\n    return 0\n```" in second
     text = (tmp_path / "calc.py").read_text()
     assert "return a * b" in text and "def add(a, b):\n    return a - b" in text  # merged, the rest kept
     assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]

@@ -211,7 +211,9 @@ def unchanged_code(ws: Workspace, writes: list[FileWrite]) -> list[str]:
 
 
 def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2) -> list[str]:
-    """The functions of `paths` that `text` names as `name(`, each as `path line N:` and its source."""
+    """The functions of `paths` that `text` names as `name(`, each quoted as an answer gives a file: its
+    path on a line of its own, then its source fenced (a model shown another shape copies it, and a
+    path inside the fence is no file path)."""
     wanted = set(re.findall(r"\b([A-Za-z_]\w*)\(", text))
     out: list[str] = []
     for path in paths:
@@ -224,7 +226,7 @@ def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in wanted and len(out) < limit:
                 end = min(node.end_lineno or node.lineno, node.lineno + 14)
-                out.append(f"{path} line {node.lineno}:\n" + "\n".join(lines[node.lineno - 1:end]))
+                out.append(f"{path}\n```\n" + "\n".join(lines[node.lineno - 1:end]) + "\n```")
     return out
 
 

@@ -176,7 +176,7 @@ def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
         same = unchanged_code(ctx.workspace, writes) if ctx.cmd.action == "implement" and not _about_prose(ctx) else []
         if same:
             goal = " ".join(strings_in(ctx.cmd.inputs))
-            shown = "".join(f"\n```\n{d}\n```" for d in named_definitions(ctx.workspace, same, goal))
+            shown = "".join(f"\n{d}" for d in named_definitions(ctx.workspace, same, goal))
             raise StartOver(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
                             "or layout differ), so the task is not done. "
                             + (f"The goal names this code, as it is now:{shown}\nWork out step by step what it "

@@ -141,7 +141,7 @@ def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
     if not named:
         return why, False
     applied(ctx, "ask_definition_alone", shown=len(named))
-    shown = "".join(f"\n```\n{d}\n```" for d in named)
+    shown = "".join(f"\n{d}" for d in named)
     return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for the "
             "values in the task; where that differs from what the task says, change it"), True
 
