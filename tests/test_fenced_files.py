@@ -73,7 +73,9 @@ def test_a_path_fenced_on_its_own_names_the_block_that_follows() -> None:
     code = "def leap_year(y):\n    return y % 4 == 0\n"
     apart = f"```\nleap.py\n```\n```python\n{code}```\n"  # the path in a fence of its own, then the file
     inside = f"```\nleap.py\n```python\n{code}```\n"  # the file's fence opened inside the path's
-    for reply in (apart, inside):
+    tagged = [f"```{tag}\nleap.py\n```python\n{code}```\n" for tag in ("plaintext", "markdown")]  # under a tag
+    tagged_apart = f"```plaintext\nleap.py\n```\n```python\n{code}```\n"
+    for reply in (apart, inside, *tagged, tagged_apart):
         [f] = files_in_reply(reply, KNOWN)
         assert (f.path, f.content) == ("leap.py", code), reply
     assert files_in_reply("```\nleap.py\n```\n", KNOWN) == []  # a path and no file: nothing to write

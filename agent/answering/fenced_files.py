@@ -109,7 +109,9 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
         last_end = block.end
         path, how = None, ""
         line_path = _path_in(before[-1], known) if before and len(before[-1]) < 200 else None
-        fenced = None if info or line_path else _fenced_path(body)
+        # A path alone atop a block: fenced on its own, or wrapping the file's own fence under a
+        # language tag that names no path (```plaintext, ```markdown) around both
+        fenced = None if line_path or _PATH.search(info) else _fenced_path(body)
         if fenced is not None and fenced[1] is None:
             named = fenced[0]
             continue
