@@ -318,3 +318,22 @@ def test_a_test_the_builder_wrote_that_still_fails_is_taken_out_and_the_code_sta
     assert out.payload["files"] == ["calc.py"] and "changes_reverted" not in out.payload
     assert out.payload["tests_taken_out"]["files"] == ["test_sub.py"]
     assert "AssertionError" in out.payload["tests_taken_out"]["output_tail"]
+
+
+def test_implement_changes_given_the_code_back_twice_with_passing_tests_stops_and_keeps_it(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [RIGHT, RIGHT, RIGHT, RIGHT], rounds=6)
+    (tmp_path / "calc.py").write_text(RIGHT.split("```python\n")[1].split("```")[0])  # already right
+    ctx.cmd = dataclasses.replace(ctx.cmd, action="implement_changes")
+    out = builder.handle(ctx)
+    assert len(model.requests) == 2  # not six rounds of the same reply
+    assert out.event == "builder.completed" and out.payload["files"] == [] and out.payload["tests"]["status"] == "pass"
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["stop_when_nothing_to_change"]
+
+
+def test_implement_changes_given_the_code_back_with_failing_tests_goes_on(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, HALF, HALF, RIGHT], rounds=6)
+    (tmp_path / "calc.py").write_text(HALF.split("```python\n")[1].split("```")[0])  # one test fails
+    ctx.cmd = dataclasses.replace(ctx.cmd, action="implement_changes")
+    out = builder.handle(ctx)
+    assert len(model.requests) == 4 and out.payload["tests"]["status"] == "pass"
+    assert not _audit(tmp_path, "repair_applied")

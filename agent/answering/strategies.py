@@ -61,6 +61,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "
              "is kept unless it does better)"),
+    Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
+             "an implement_changes whose replies gave every file back as it was twice running, with the tests "
+             "passing, ends its rounds and leaves the code as it is"),
     Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
              "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",

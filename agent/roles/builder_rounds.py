@@ -37,6 +37,7 @@ _TAIL = 2000
 _ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
+_ECHOED = "it left every file exactly as it was"
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
@@ -181,7 +182,7 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
     if must_act and (same or (not writes and echoed and not refused)):
         return [], *_no_change(ctx, same or echoed)  # passing tests prove nothing about a change that changes nothing
     if not writes:
-        return [], "; ".join(refused) if refused else "it left every file exactly as it was", False
+        return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
 
 
@@ -304,6 +305,19 @@ def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[d
     return best, False
 
 
+def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act: bool) -> bool:
+    """`implement_changes` whose model, shown the findings, gave every file back as it was twice running,
+    with the tests passing on the code as it is: the rounds end and the code stays (the next review
+    decides again); more rounds of the same prompt bring the same reply and spend lorch's time."""
+    if must_act or ctx.cmd.action != "implement_changes" or not ctx.settings.test_command \
+            or not enabled(ctx, "stop_when_nothing_to_change"):
+        return False
+    if len(log) < 2 or not all(e.get("why") == _ECHOED for e in log[-2:]) or test_workspace(ctx)["status"] != "pass":
+        return False
+    applied(ctx, "stop_when_nothing_to_change", rounds=len(log))
+    return True
+
+
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
                   best: dict[str, Any], fresh: bool) -> str:
     """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
@@ -352,6 +366,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if entry["outcome"] == "unusable":
             if fresh:
                 files.roll_back()  # the best state back in place
+            if _nothing_to_change(ctx, log, must_act):
+                break
             continue
         summary = words
         if not testing:
