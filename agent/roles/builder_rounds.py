@@ -25,6 +25,7 @@ from agent.project_files import project_files
 from agent.prompt import PromptBuilder
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.prompting import read_project_text
+from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
 
 __all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
@@ -274,17 +275,18 @@ def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperatur
 
 def _take_out_own_tests(ctx: CommandContext, files: _Files, best: dict[str, Any]
                         ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """When the best state still fails a test this command wrote: that test is the model's own claim
-    and may be wrong, while the project's tests are the yardstick, so it is taken out and the tests run
-    again (as `test_ledger.py` does for answers in JSON or a Lua plan)."""
+    """When the best state still fails and this command created test files: the answer loop's ledger
+    decides, as for the other forms (`test_ledger.py`): they are taken out if the project's own tests
+    then pass, else put back."""
     own = files.own_tests()
     if best.get("status") != "fail" or not own:
         return best, None
-    for rel in own:
-        files.best[rel] = None
-    files.roll_back()
-    ctx.log("warn", "tests this command wrote still failed after its rounds; they were taken out", files=own[:10])
-    return test_workspace(ctx), {"files": own, "output_tail": str(best.get("output_tail") or "")[-1000:]}
+    ledger = TestLedger(ctx)
+    ledger.before = dict.fromkeys(own)
+    tests, taken_out, _ = ledger.settle(best, lambda: test_workspace(ctx))
+    if taken_out:
+        files.best.update(dict.fromkeys(own))
+    return tests, taken_out
 
 
 def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
