@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agent.plans.commands import scrubbed_env
+from agent.test_output import failure_digest
 
 if TYPE_CHECKING:
     from agent.sandbox.spawn import CommandBox
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["run_tests", "kill_running_tests", "OUTPUT_TAIL"]
 
 OUTPUT_TAIL = 1500
+FAILURES_CHARS = 2000  # the first failure of each kind, for a prompt (`agent.test_output`)
 _running: set[CommandBox] = set()
 _lock = threading.Lock()
 _SHELL_CHARS = set("|&;<>()$`*?[]{}~\"'\\")
@@ -105,4 +107,7 @@ def run_tests(command: str | None, cwd: str, timeout_s: float) -> dict[str, Any]
     result: dict[str, Any] = {"status": status, "summary": summary, **counts, "command": command,
                               "exit_code": proc.returncode, "duration_s": elapsed,
                               "output_tail": text[-OUTPUT_TAIL:]}
+    digest = failure_digest(text, FAILURES_CHARS) if status == "fail" else ""
+    if digest:
+        result["failures"] = digest
     return result

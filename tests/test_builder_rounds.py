@@ -49,6 +49,7 @@ def test_the_failing_output_is_shown_and_the_next_round_fixes_it(tmp_path: Path)
     assert "return a * b" in (tmp_path / "calc.py").read_text()
     second = model.requests[1].messages[-1]["content"]
     assert "The tests failed after your last change" in second and "test_mul" in second
+    assert "FAIL: test_mul\nTraceback" in second and "AssertionError: 5 != 6" in second  # the digest's form
     assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
     # every write was announced with the bytes on disk
     final = [p for e, p in rec.events if e == "artifact.produced"][-1]

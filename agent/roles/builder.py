@@ -52,7 +52,7 @@ from agent.roles.prompting import (
 )
 from agent.roles.task_files import builder_files, find_spec, load_json
 from agent.roles.test_ledger import TestLedger
-from agent.roles.testrun import test_workspace
+from agent.roles.testrun import quoted_output, test_workspace
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "feedback_files", "builder_prompt"]
@@ -267,7 +267,7 @@ def _test_repair(ctx: CommandContext, spec: AnswerSpec, tests: dict[str, Any]) -
     """
     budget = PromptBuilder(ctx.settings.budget)
     user = builder_prompt(ctx, budget, [a.path for a in ctx.artifacts])
-    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TEST_TAIL:]
+    tail = quoted_output(tests, _TEST_TAIL)
     user += (f"\n## The tests failed after your change\nCommand: {tests.get('command')}\n```\n{tail}\n```\n"
              "Fix the code so that the tests pass; the files above show your change. Do not weaken the tests "
              "that were there before; a test you added for this task may be corrected only where it "

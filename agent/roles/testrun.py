@@ -40,6 +40,8 @@ def tests_section(tests: dict[str, Any], tail_chars: int = 1200) -> str:
 
 
 def quoted_output(tests: dict[str, Any], chars: int) -> str:
-    """The output's tail for a prompt, its timings masked: the same failure asks the same question."""
-    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-chars:]
-    return _DURATION.sub(lambda m: f"{m.group(1)} …s", tail)
+    """The failures for a prompt, its timings masked (the same failure asks the same question): the
+    digest of one traceback per kind of error where it fits (`agent.test_output`), else the tail."""
+    digest = str(tests.get("failures") or "")
+    text = digest if digest and len(digest) <= chars else str(tests.get("output_tail") or tests.get("summary") or "")[-chars:]
+    return _DURATION.sub(lambda m: f"{m.group(1)} …s", text)
