@@ -47,13 +47,26 @@ def test_the_failing_output_is_shown_and_the_next_round_fixes_it(tmp_path: Path)
     assert out.event == "builder.completed" and out.payload["tests"]["status"] == "pass"
     assert out.payload["rounds"] == 2 and out.payload["answer_via"] == "text"
     assert "return a * b" in (tmp_path / "calc.py").read_text()
-    second = model.requests[1].messages[-1]["content"]
-    assert "The tests failed after your last change" in second and "test_mul" in second
-    assert "FAIL: test_mul\nTraceback" in second and "AssertionError: 5 != 6" in second  # the digest's form
-    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
+    # the exchange goes on: the first prompt, the reply as the model's own turn, what the tests said
+    prompt, reply, said = model.requests[1].messages[1:]
+    assert prompt == model.requests[0].messages[1] and (reply["role"], reply["content"]) == ("assistant", HALF)
+    assert said["role"] == "user" and "The tests failed after your last change" in said["content"]
+    assert "Your change is in place" in said["content"] and "return a - b" not in said["content"]
+    assert "FAIL: test_mul\nTraceback" in said["content"] and "AssertionError: 5 != 6" in said["content"]  # the digest
     # every write was announced with the bytes on disk
     final = [p for e, p in rec.events if e == "artifact.produced"][-1]
     assert final["sha256"] == "sha256:" + hashlib.sha256((tmp_path / "calc.py").read_bytes()).hexdigest()
+
+
+def test_without_the_conversation_the_next_prompt_shows_the_code_as_it_now_is(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"feedback_in_conversation"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and len(model.requests[1].messages) == 2
+    second = model.requests[1].messages[-1]["content"]
+    assert "The tests failed after your last change" in second and "FAIL: test_mul" in second
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
+    assert not _audit(tmp_path, "repair_applied")
 
 
 def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
@@ -75,7 +88,8 @@ def test_a_round_that_moves_nothing_forward_is_followed_by_a_fresh_attempt(tmp_p
     assert out.payload["tests"]["status"] == "pass"
     third = model.requests[2].messages[-1]["content"]
     assert "return a - b" in third and "could not be used" not in third  # the code as it was, nothing else
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["fresh_attempt"]
+    assert len(model.requests[2].messages) == 2  # a fresh attempt is no conversation
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["feedback_in_conversation", "fresh_attempt"]
 
 
 def test_a_fresh_attempt_that_gave_nothing_usable_is_not_asked_again_the_same_way(tmp_path: Path) -> None:
@@ -217,6 +231,23 @@ def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and
     assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]
 
 
+def test_a_file_given_back_while_a_test_errors_gets_the_function_the_error_is_raised_in_asked_for_alone(
+        tmp_path: Path) -> None:
+    erring = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a.times(b)\n"  # AttributeError
+    first = f"calc.py\n```python\n{erring}```\n"
+    alone = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
+    ctx, model = _ctx(tmp_path, [first, first, alone], rounds=3)
+    ctx.cmd.inputs["goal"] = "Make the tests in test_calc.py pass."  # names no function
+    out = builder.handle(ctx)
+    third = model.requests[2].messages[-1]["content"]
+    assert "errors are raised in this code, as it is now:\ncalc.py\n```\ndef mul(a, b):\n    return a.times(b)" in third
+    assert "def add" not in third.split("as it is now:")[1]  # only the function the traceback ends in
+    assert "Answer with the function you change, alone" in third
+    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "kept"]
+    assert out.payload["tests"]["status"] == "pass" and "return a + b" in (tmp_path / "calc.py").read_text()
+    assert "ask_failing_function_alone" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
+
+
 def test_a_no_change_reply_to_a_goal_naming_a_new_function_is_asked_for_that_function(tmp_path: Path) -> None:
     quoted = f"calc.py\n```python\n{CALC}```\n"
     sub = "calc.py\n```python\ndef sub(a, b):\n    return a - b\n```\n"
@@ -328,7 +359,8 @@ def test_implement_changes_given_the_code_back_twice_with_passing_tests_stops_an
     out = builder.handle(ctx)
     assert len(model.requests) == 2  # not six rounds of the same reply
     assert out.event == "builder.completed" and out.payload["files"] == [] and out.payload["tests"]["status"] == "pass"
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["stop_when_nothing_to_change"]
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["feedback_in_conversation",
+                                                                      "stop_when_nothing_to_change"]
 
 
 def test_implement_changes_given_the_code_back_with_failing_tests_goes_on(tmp_path: Path) -> None:
@@ -337,4 +369,4 @@ def test_implement_changes_given_the_code_back_with_failing_tests_goes_on(tmp_pa
     ctx.cmd = dataclasses.replace(ctx.cmd, action="implement_changes")
     out = builder.handle(ctx)
     assert len(model.requests) == 4 and out.payload["tests"]["status"] == "pass"
-    assert not _audit(tmp_path, "repair_applied")
+    assert "stop_when_nothing_to_change" not in [a["name"] for a in _audit(tmp_path, "repair_applied")]

@@ -51,6 +51,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),
+    Strategy("ask_failing_function_alone", "agent/roles/builder_rounds.py",
+             "a builder reply that changed nothing while the tests fail, where the task names no function, is "
+             "shown the project function the failing tests' errors are raised in and asked for it alone"),
     Strategy("keep_cut_reply", "agent/roles/builder_rounds.py",
              "a builder reply still being written when the round's time runs out (the command's deadline less "
              "the time its tests take) is cut there, and the files it gave whole are used"),
@@ -61,6 +64,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "
              "is kept unless it does better)"),
+    Strategy("feedback_in_conversation", "agent/roles/builder_rounds.py",
+             "a round after one whose prompt showed the files as they now are continues that exchange: its "
+             "prompt, the reply as the model's own turn, then what the tests said"),
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),

@@ -11,6 +11,7 @@ out of the goal's prose.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ _ALONE_RULES = ("Answer with the function you change, alone and whole: the file'
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
 _ECHOED = "it left every file exactly as it was"
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
@@ -130,8 +132,14 @@ def _gap(ctx: CommandContext) -> str:
     return gap
 
 
-def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
-    """Why a reply that changes nothing is no answer, and whether the task names a function to ask for alone."""
+def _raising(failures: str, paths: list[str]) -> str:
+    """The functions of `paths` the failing tests' tracebacks end in, as `name(` calls."""
+    return " ".join(f"{name}(" for path, name in _FRAME.findall(failures) if path in paths)
+
+
+def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tuple[str, bool]:
+    """Why a reply that changes nothing is no answer, and whether a function is to be asked for alone:
+    one the task names, else one the failing tests' tracebacks end in (`failures`)."""
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
     if not enabled(ctx, "ask_definition_alone"):
         return why, False
@@ -140,15 +148,23 @@ def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
         applied(ctx, "ask_definition_alone", missing=missing[:200])
         return f"{why}. {missing}", True
     named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
-    if not named:
+    if named:
+        applied(ctx, "ask_definition_alone", shown=len(named))
+        shown = "".join(f"\n{d}" for d in named)
+        return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for "
+                "the values in the task; where that differs from what the task says, change it"), True
+    raising = named_definitions(ctx.workspace, paths, _raising(failures, paths)) \
+        if enabled(ctx, "ask_failing_function_alone") else []
+    if not raising:
         return why, False
-    applied(ctx, "ask_definition_alone", shown=len(named))
-    shown = "".join(f"\n{d}" for d in named)
-    return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for the "
-            "values in the task; where that differs from what the task says, change it"), True
+    applied(ctx, "ask_failing_function_alone", shown=len(raising))
+    shown = "".join(f"\n{d}" for d in raising)
+    return (why + f". The failing tests' errors are raised in this code, as it is now:{shown}\nWork out step by step "
+            "what the failing test passes to it and why it fails there, then change it"), True
 
 
-def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> tuple[list[FileWrite], str, bool]:
+def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
+            failures: str = "") -> tuple[list[FileWrite], str, bool]:
     """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
     whether the next round should ask for the function the task names alone)."""
     listing = set(project_files(ctx.workspace, 500))
@@ -181,24 +197,30 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool) -> t
         ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if must_act and (same or (not writes and echoed and not refused)):
-        return [], *_no_change(ctx, same or echoed)  # passing tests prove nothing about a change that changes nothing
+        return [], *_no_change(ctx, same or echoed, failures)  # passing tests prove nothing about a change that changes nothing
     if not writes:
         return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str]) -> str:
+def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False) -> str:
     """What the previous round came to, for the next prompt. The tests' failures are always shown
     while they fail: a reply that could not be used leaves them as they were, and without them the
-    next reply has nothing new to go on (a small model gives the same file back, round after round)."""
+    next reply has nothing new to go on (a small model gives the same file back, round after round).
+    `replied`: said after the model's own reply, where the files above are those it changed."""
     if last["outcome"] == "unusable":
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
         return why + (_failures(best, "## The tests still fail on the files above\n", own)
                       if best.get("status") == "fail" else "")
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
-    undone = ("That change left the tests worse than before, so it was undone: the files above show the best code "
-              "so far. " if last["outcome"] == "rolled back" else "The files above show the code with that change. ")
+    if replied:
+        undone = ("That change left the tests worse than before, so it was undone: the files are again as shown "
+                  "above. " if last["outcome"] == "rolled back" else "Your change is in place. ")
+    else:
+        undone = ("That change left the tests worse than before, so it was undone: the files above show the best "
+                  "code so far. " if last["outcome"] == "rolled back" else "The files above show the code with that "
+                  "change. ")
     return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own)
 
 
@@ -239,9 +261,9 @@ def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
     return tuple(f"```\n{gap}{line}\n```" for p in tests for gap in ("", "\n") for line in path_lines(p))
 
 
-def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float, stop: tuple[str, ...] = ()) -> str:
-    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                           task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
+def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
+         stop: tuple[str, ...] = ()) -> str:
+    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages], task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
     if reply.finish_reason == "stop_string":  # the stop string begins with the closing fence: put it back
@@ -254,23 +276,23 @@ def _ask(ctx: CommandContext, user: str, temperature: float, test_s: float, stop
     return reply.text
 
 
-def _one_round(ctx: CommandContext, n: int, user: str, files: _Files, temperature: float, must_act: bool,
-               test_s: float = 0.0) -> tuple[dict[str, Any], str]:
-    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
+def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: _Files, temperature: float,
+               must_act: bool, test_s: float = 0.0, failures: str = "") -> tuple[dict[str, Any], str, str]:
+    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply)."""
     try:
-        reply = _ask(ctx, user, temperature, test_s, _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ())
+        reply = _ask(ctx, messages, temperature, test_s, _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ())
     except ShuttingDown:
         raise
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
-        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code}: {exc.message[:200]})"}, ""
-    writes, why, alone = _usable(ctx, reply, files, must_act)
+        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code}: {exc.message[:200]})"}, "", ""
+    writes, why, alone = _usable(ctx, reply, files, must_act, failures)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
-        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, ""
+        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", reply
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
-        _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}"
+        _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
 
 
 def _take_out_own_tests(ctx: CommandContext, files: _Files, best: dict[str, Any]
@@ -320,9 +342,20 @@ def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act:
     return True
 
 
+def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, str] | None) -> bool:
+    """Whether the next round continues the last exchange: its prompt showed the files as they now are
+    (not a fresh attempt whose change was not kept), and its reply is there to be the model's own turn.
+    Shown its own reply and what the tests made of it, a small model revises it, where shown the same
+    code as a project file it most often gives it back; and the server reuses the exchange's prompt."""
+    return (exchange is not None and bool(exchange[1].strip()) and not last.get("alone")
+            and not (last.get("fresh") and last["outcome"] != "kept") and enabled(ctx, "feedback_in_conversation"))
+
+
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool) -> str:
-    """The next round's prompt. `fresh`: the last round moved no test forward, so this one starts
+                  best: dict[str, Any], fresh: bool, exchange: tuple[str, str] | None
+                  ) -> tuple[list[dict[str, str]], str]:
+    """The next round's messages, and the prompt that shows the files as they now are (the exchange
+    the round after may continue). `fresh`: the last round moved no test forward, so this one starts
     again from the files as they were before the command, as the first round did: an independent
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
     best state so far stays the one kept unless the new attempt does better."""
@@ -331,10 +364,18 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
     user: str = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
     own = files.own_tests()
-    if log and not fresh:
-        user += _feedback(log[-1], best, own)
     rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
-    return user + f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
+    answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
+    if not log or fresh:
+        return [{"role": "user", "content": user + answer}], user + answer
+    single = user + _feedback(log[-1], best, own) + answer
+    if not _continues(ctx, log[-1], exchange):
+        return [{"role": "user", "content": single}], single
+    assert exchange is not None
+    applied(ctx, "feedback_in_conversation", round=len(log) + 1)
+    said = _feedback(log[-1], best, own, replied=True).lstrip("\n") + answer
+    return [{"role": "user", "content": exchange[0]}, {"role": "assistant", "content": exchange[1]},
+            {"role": "user", "content": said}], single
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
@@ -350,18 +391,22 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
+    exchange: tuple[str, str] | None = None  # the last round's prompt (files as they were then) and reply
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         # A fresh attempt sends the first round's prompt again; after one whose reply could not be used,
-        # that prompt would most likely bring the same reply back, so this round shows the best state and why.
+        # that prompt would most likely bring the same reply back, so this round shows the best state and why;
+        # after a reply that changed nothing and has a function to be asked for alone, this round asks for it.
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable"))
-        user = _round_prompt(ctx, prompt_for, files, log, best, fresh)
+                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not log[-1].get("alone"))
+        messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        entry, words = _one_round(ctx, n, user, files, _temperature(n, stuck), must_act, test_s)
+        failing = str(best.get("failures") or best.get("output_tail") or "") if best.get("status") == "fail" else ""
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, failing)
+        exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
         log.append(entry)
