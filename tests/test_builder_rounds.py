@@ -69,6 +69,13 @@ def test_without_the_conversation_the_next_prompt_shows_the_code_as_it_now_is(tm
     assert not _audit(tmp_path, "repair_applied")
 
 
+def test_a_long_reply_is_not_carried_into_the_next_round(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, ["Notes. " * 3000 + "\n\n" + HALF, RIGHT])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and len(model.requests[1].messages) == 2
+    assert "Notes. Notes." not in model.requests[1].messages[-1]["content"]
+
+
 def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
     ctx, model = _ctx(tmp_path, [HALF, BROKEN, "no code at all, sorry"])
     out = builder.handle(ctx)

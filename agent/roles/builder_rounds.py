@@ -42,6 +42,7 @@ _ALONE_RULES = ("Answer with the function you change, alone and whole: the file'
 _ECHOED = "it left every file exactly as it was"
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
+_CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
 
@@ -372,8 +373,10 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     if not _continues(ctx, log[-1], exchange):
         return [{"role": "user", "content": single}], single
     assert exchange is not None
-    applied(ctx, "feedback_in_conversation", round=len(log) + 1)
     said = _feedback(log[-1], best, own, replied=True).lstrip("\n") + answer
+    if len(exchange[0]) + len(exchange[1]) + len(said) > _CONVERSATION_GROWTH * len(single):
+        return [{"role": "user", "content": single}], single  # a long reply would crowd the context
+    applied(ctx, "feedback_in_conversation", round=len(log) + 1)
     return [{"role": "user", "content": exchange[0]}, {"role": "assistant", "content": exchange[1]},
             {"role": "user", "content": said}], single
 
