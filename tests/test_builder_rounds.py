@@ -255,6 +255,18 @@ def test_a_file_given_back_while_a_test_errors_gets_the_function_the_error_is_ra
     assert "ask_failing_function_alone" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
+def test_a_function_asked_for_alone_and_given_back_unchanged_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
+    erring = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a.times(b)\n"
+    first = f"calc.py\n```python\n{erring}```\n"
+    same_alone = "calc.py\n```python\ndef mul(a, b):\n    return a.times(b)\n```\n"
+    ctx, model = _ctx(tmp_path, [first, first, same_alone, RIGHT], rounds=4)
+    ctx.cmd.inputs["goal"] = "Make the tests in test_calc.py pass."
+    out = builder.handle(ctx)
+    assert [r.get("fresh", False) for r in out.payload["round_log"]] == [False, False, False, True]
+    assert model.requests[3].messages[-1]["content"] != model.requests[2].messages[-1]["content"]
+    assert out.payload["tests"]["status"] == "pass"
+
+
 def test_a_no_change_reply_to_a_goal_naming_a_new_function_is_asked_for_that_function(tmp_path: Path) -> None:
     quoted = f"calc.py\n```python\n{CALC}```\n"
     sub = "calc.py\n```python\ndef sub(a, b):\n    return a - b\n```\n"

@@ -401,9 +401,11 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         # A fresh attempt sends the first round's prompt again; after one whose reply could not be used,
         # that prompt would most likely bring the same reply back, so this round shows the best state and why;
-        # after a reply that changed nothing and has a function to be asked for alone, this round asks for it.
+        # after a reply that changed nothing and has a function to be asked for alone, this round asks for it
+        # (once: a reply to that ask that changes nothing again is followed by a fresh attempt).
+        asked_alone = bool(log) and log[-1].get("alone") and not (len(log) > 1 and log[-2].get("alone"))
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not log[-1].get("alone"))
+                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not asked_alone)
         messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
