@@ -70,12 +70,12 @@ def failure_digest(text: str, chars: int) -> str:
     order = [ids[k] for k in range(_PER_KIND) for ids in kinds.values() if k < len(ids)]
     summary = "\n".join(m.group(0) for m in _SUMMARY.finditer(text))
     room = chars - len(summary) - 200
-    shown: list[int] = []
+    shown: set[int] = set()
     for i in order:
         part = _shown(blocks[i][1])
         if shown and len(part) + 2 > room:
             continue
-        shown.append(i)
+        shown.add(i)
         room -= len(part) + 2
     parts = [_shown(blocks[i][1]) for i in sorted(shown)]
     rest = [blocks[i][0] for i in range(len(blocks)) if i not in shown]

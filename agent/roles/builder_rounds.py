@@ -198,7 +198,8 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
         ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if must_act and (same or (not writes and echoed and not refused)):
-        return [], *_no_change(ctx, same or echoed, failures)  # passing tests prove nothing about a change that changes nothing
+        # passing tests prove nothing about a change that changes nothing
+        return [], *_no_change(ctx, same or echoed, failures)
     if not writes:
         return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
@@ -215,13 +216,11 @@ def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replie
                       if best.get("status") == "fail" else "")
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
-    if replied:
-        undone = ("That change left the tests worse than before, so it was undone: the files are again as shown "
-                  "above. " if last["outcome"] == "rolled back" else "Your change is in place. ")
+    if last["outcome"] == "rolled back":
+        undone = "That change left the tests worse than before, so it was undone: " + (
+            "the files are again as shown above. " if replied else "the files above show the best code so far. ")
     else:
-        undone = ("That change left the tests worse than before, so it was undone: the files above show the best "
-                  "code so far. " if last["outcome"] == "rolled back" else "The files above show the code with that "
-                  "change. ")
+        undone = "Your change is in place. " if replied else "The files above show the code with that change. "
     return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own)
 
 
@@ -264,7 +263,8 @@ def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
          stop: tuple[str, ...] = ()) -> str:
-    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages], task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
+    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages], task_type="planning",
+                           role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
     if reply.finish_reason == "stop_string":  # the stop string begins with the closing fence: put it back
@@ -281,12 +281,14 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
                must_act: bool, test_s: float = 0.0, failures: str = "") -> tuple[dict[str, Any], str, str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply)."""
     try:
-        reply = _ask(ctx, messages, temperature, test_s, _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ())
+        stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
+        reply = _ask(ctx, messages, temperature, test_s, stops)
     except ShuttingDown:
         raise
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
-        return {"round": n, "outcome": "unusable", "why": f"the model call failed ({exc.code}: {exc.message[:200]})"}, "", ""
+        why = f"the model call failed ({exc.code}: {exc.message[:200]})"
+        return {"round": n, "outcome": "unusable", "why": why}, "", ""
     writes, why, alone = _usable(ctx, reply, files, must_act, failures)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])

@@ -43,5 +43,6 @@ def quoted_output(tests: dict[str, Any], chars: int) -> str:
     """The failures for a prompt, its timings masked (the same failure asks the same question): the
     digest of one traceback per kind of error where it fits (`agent.test_output`), else the tail."""
     digest = str(tests.get("failures") or "")
-    text = digest if digest and len(digest) <= chars else str(tests.get("output_tail") or tests.get("summary") or "")[-chars:]
+    tail = str(tests.get("output_tail") or tests.get("summary") or "")[-chars:]
+    text = digest if digest and len(digest) <= chars else tail
     return _DURATION.sub(lambda m: f"{m.group(1)} …s", text)
