@@ -77,6 +77,13 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "withdrawn"),
     Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
              "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
+    Strategy("approval_stands_on_same_code", "agent/roles/reviewer.py",
+             "a review whose loop last approved the builder's files as they still are answers approved "
+             "without asking the model again"),
+    Strategy("spec_request_not_repeated", "agent/roles/spec_maintainer.py",
+             "an update_spec whose loop last asked for changes the builder's round since did not make (its "
+             "files as they were) records the request under Open Questions and answers spec.updated, without "
+             "asking the model again"),
 )}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from agent.answering.loop import AnswerSpec, InvalidAnswer, obtain_answer
+from agent.answering.strategies import applied, enabled
 from agent.clock import utc_now
 from agent.command_context import CommandContext, Outcome
 from agent.edits.changes import is_test_path
@@ -39,6 +40,7 @@ from agent.roles.task_files import (
     load_json,
 )
 from agent.roles.testrun import test_workspace, tests_section
+from agent.roles.verdicts import record_verdict, verdict_on_same_code
 from agent.workspace import AGENT_DIR, sanitize_id
 
 __all__ = ["handle", "grounding_errors", "diff_summary"]
@@ -208,6 +210,9 @@ def handle(ctx: CommandContext) -> Outcome:
     if round_no > limit:  # e.g. the limit was lowered between runs of the same loop
         raise end_loop(ReviewLoopLimit, ctx, round_no - 1, limit, "--max-review-rounds",
                        _unresolved(_previous_findings(ctx)))
+    earlier = verdict_on_same_code(ctx, "review") if round_no > 1 else None
+    if earlier and earlier["status"] == "approved" and enabled(ctx, "approval_stands_on_same_code"):
+        return _approval_stands(ctx, round_no, earlier["round"])
     budget = PromptBuilder(ctx.settings.budget)
     listing = project_files(ctx.workspace, 200)
     task_files = [p for p in cmd.inputs.get("task_files") or [] if isinstance(p, str)]
@@ -252,6 +257,7 @@ def handle(ctx: CommandContext) -> Outcome:
               "summary": data["summary"], "created_at": utc_now()}
     art = ctx.write(_review_file(cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))
     _save_snapshot(ctx, to_read)
+    record_verdict(ctx, "review", data["status"], round_no)
     if data["status"] == "changes_requested" and round_no >= limit:
         raise end_loop(ReviewLoopLimit, ctx, round_no, limit, "--max-review-rounds", _unresolved(data["findings"]))
     payload = {"summary": data["summary"], "findings": data["findings"], "review_file": art.path,
@@ -260,3 +266,20 @@ def handle(ctx: CommandContext) -> Outcome:
     if cuts:
         payload["prompt_cuts"] = cuts
     return Outcome("review.completed", payload, status=data["status"])
+
+
+def _approval_stands(ctx: CommandContext, round_no: int, approved_in: Any) -> Outcome:
+    """The files the builder wrote are as they were when this loop's last review approved them (the
+    builder's round since kept the code): that approval is the answer, without asking again."""
+    previous = load_json(ctx, _review_file(ctx.cmd.task_id))
+    findings = _previous_findings(ctx) if isinstance(previous, dict) else []
+    summary = (f"Approved in round {approved_in}; the files the builder wrote have not changed since, so the "
+               "approval stands.")
+    review = {"task_id": ctx.cmd.task_id, "status": "approved", "findings": findings, "summary": summary,
+              "created_at": utc_now()}
+    art = ctx.write(_review_file(ctx.cmd.task_id), orjson.dumps(review, option=orjson.OPT_INDENT_2))
+    applied(ctx, "approval_stands_on_same_code", round=round_no, approved_in=approved_in)
+    record_verdict(ctx, "review", "approved", round_no)
+    return Outcome("review.completed", {"summary": summary, "findings": findings, "review_file": art.path,
+                                        "answer_via": "agent", "answer_form": "none", "round": round_no},
+                   status="approved")

@@ -27,6 +27,7 @@ from agent.roles.task_files import (
     find_spec,
     load_json,
 )
+from agent.roles.verdicts import record_verdict, verdict_on_same_code
 from agent.workspace import sanitize_id
 
 __all__ = ["handle", "apply_section_edits", "ALLOWED_SECTIONS"]
@@ -162,8 +163,11 @@ def handle(ctx: CommandContext) -> Outcome:
     safe = sanitize_id(cmd.task_id)
     if round_no > limit:
         raise end_loop(SpecLoopLimit, ctx, round_no - 1, limit, "--max-spec-rounds", _previous_changes(ctx))
-    budget = PromptBuilder(ctx.settings.budget)
     spec = find_spec(ctx)
+    earlier = verdict_on_same_code(ctx, "spec") if round_no > 1 else None
+    if earlier and earlier["status"] == "changes_requested" and enabled(ctx, "spec_request_not_repeated"):
+        return _request_recorded(ctx, spec, earlier["round"])
+    budget = PromptBuilder(ctx.settings.budget)
     parts = [f"# Update the spec for task {cmd.task_id}", quote_json("Inputs", cmd.inputs),
              "## Spec file\n" + (quote_files(ctx, budget, [spec], AGENT) if spec else "(no spec file found)"),
              "## Review\n" + (quote_feedback(ctx, budget, [f"reviews/{safe}.json"]) or "(none)"),
@@ -198,6 +202,7 @@ def handle(ctx: CommandContext) -> Outcome:
              "required_changes": data.get("required_changes", []), "edited_sections": edited,
              "spec_file": spec, "created_at": utc_now()}
     notes_art = ctx.write(f"spec_notes/{safe}.json", orjson.dumps(notes, option=orjson.OPT_INDENT_2))
+    record_verdict(ctx, "spec", data["status"], round_no)
     if data["status"] == "changes_requested" and round_no >= limit:
         raise end_loop(SpecLoopLimit, ctx, round_no, limit, "--max-spec-rounds", data.get("required_changes", []))
     payload: dict[str, Any] = {"summary": data["summary"], "edited_sections": edited,
@@ -214,25 +219,43 @@ def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: AgentErro
     """No usable answer from the model: the agent records what it knows (the files the builder wrote and
     the review's verdict) in the Changelog itself. The spec's bookkeeping sections are all this role
     may touch, and a run whose code was built and reviewed should not end over how a note is phrased."""
-    safe = sanitize_id(ctx.cmd.task_id)
-    review = load_json(ctx, f"reviews/{safe}.json")
+    review = load_json(ctx, f"reviews/{sanitize_id(ctx.cmd.task_id)}.json")
     verdict = str((review if isinstance(review, dict) else {}).get("status") or "not recorded")
     files = builder_files(ctx)
     entry = (f"- {ctx.cmd.task_id}: files written by the builder: {', '.join(files) if files else 'none recorded'}; "
              f"review {verdict}. (Recorded by the agent: the model gave no usable spec answer.)")
+    applied(ctx, "spec_changelog_by_agent", reason=exc.message[:300])
+    return _agent_entry(ctx, spec, "Changelog", entry, "Changelog entry recorded by the agent; the model gave "
+                        f"no usable answer ({exc.message[:200]})")
+
+
+def _request_recorded(ctx: CommandContext, spec: str | None, asked_in: Any) -> Outcome:
+    """This loop's last spec answer asked for changes, and the builder's round since kept the code (its
+    tests pass, the review approved it): asking again would put the same question to the model, so the
+    request is recorded as an open question and the run goes on."""
+    notes = load_json(ctx, f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json")
+    asked = [str(c) for c in (notes.get("required_changes") if isinstance(notes, dict) else None) or []]
+    entry = (f"- {ctx.cmd.task_id}: changes asked for in round {asked_in} and not made (the builder kept the "
+             f"code; its tests pass and the review approved it): {'; '.join(asked)[:600] or '(none named)'}")
+    applied(ctx, "spec_request_not_repeated", asked_in=asked_in)
+    return _agent_entry(ctx, spec, "Open Questions", entry, f"The request for changes of round {asked_in} is "
+                        "recorded under Open Questions: the builder kept the code since.")
+
+
+def _agent_entry(ctx: CommandContext, spec: str | None, section: str, entry: str, summary: str) -> Outcome:
+    """The agent's own answer: `entry` appended to the spec's `section`, and notes saying so."""
     edited: list[str] = []
     if spec is not None:
         text = ctx.workspace.read_text(spec)
-        body = _section_body(text, "Changelog")
-        new_text = apply_section_edits(text, [{"section": "Changelog", "content": (body + "\n" + entry).strip("\n")}])
+        body = _section_body(text, section)
+        new_text = apply_section_edits(text, [{"section": section, "content": (body + "\n" + entry).strip("\n")}])
         ctx.write(spec, new_text, policy=ctx.policy.allowing(ctx.workspace.normalize(spec)))
-        edited = ["Changelog"]
-    applied(ctx, "spec_changelog_by_agent", reason=exc.message[:300])
+        edited = [section]
     status = "updated" if edited else "no_changes_needed"
-    summary = f"Changelog entry recorded by the agent; the model gave no usable answer ({exc.message[:200]})"
     notes = {"task_id": ctx.cmd.task_id, "status": status, "summary": summary, "required_changes": [],
              "edited_sections": edited, "spec_file": spec, "created_at": utc_now(), "answer_via": "agent"}
-    notes_art = ctx.write(f"spec_notes/{safe}.json", orjson.dumps(notes, option=orjson.OPT_INDENT_2))
+    notes_art = ctx.write(f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json",
+                          orjson.dumps(notes, option=orjson.OPT_INDENT_2))
     return Outcome(EVENTS[status], {"summary": summary, "edited_sections": edited, "notes_file": notes_art.path,
                                     "answer_via": "agent", "answer_form": "none"})
 
