@@ -67,6 +67,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("feedback_in_conversation", "agent/roles/builder_rounds.py",
              "a round after one whose prompt showed the files as they now are continues that exchange: its "
              "prompt, the reply as the model's own turn, then what the tests said"),
+    Strategy("quote_failing_tests", "agent/roles/builder_rounds.py",
+             "a round after failing tests shows, under their output, the code of the test functions its "
+             "tracebacks run through, up to the failing line (unittest prints only that line)"),
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),

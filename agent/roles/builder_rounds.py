@@ -24,6 +24,7 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
+from agent.roles.failing_tests import Reader, failing_test_code
 from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.prompting import read_project_text
 from agent.roles.test_ledger import TestLedger
@@ -34,6 +35,8 @@ __all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
 SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
           "tests pass. " + FORMAT_RULES)
 _TAIL = 2000
+_TEST_CODE = 1200  # characters of the failing tests' own code, under their output
+_TEST_CODE_HEAD = "The failing tests' code, up to the line that failed:"
 # After a reply that changed nothing, the one function the task names is asked for alone: a frame a
 # small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
 _ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
@@ -205,14 +208,16 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False) -> str:
+def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
+              read: Reader | None = None) -> str:
     """What the previous round came to, for the next prompt. The tests' failures are always shown
     while they fail: a reply that could not be used leaves them as they were, and without them the
     next reply has nothing new to go on (a small model gives the same file back, round after round).
-    `replied`: said after the model's own reply, where the files above are those it changed."""
+    `replied`: said after the model's own reply, where the files above are those it changed. `read`:
+    the workspace's files, to quote the failing tests' code from."""
     if last["outcome"] == "unusable":
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
-        return why + (_failures(best, "## The tests still fail on the files above\n", own)
+        return why + (_failures(best, "## The tests still fail on the files above\n", own, read)
                       if best.get("status") == "fail" else "")
     if last.get("gap"):
         return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
@@ -221,15 +226,17 @@ def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replie
             "the files are again as shown above. " if replied else "the files above show the best code so far. ")
     else:
         undone = "Your change is in place. " if replied else "The files above show the code with that change. "
-    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own)
+    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own, read)
 
 
-def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None) -> str:
+def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None, read: Reader | None = None) -> str:
     tail = quoted_output(tests, _TAIL)
+    code = failing_test_code(read, str(tests.get("output_tail") or ""), tail, _TEST_CODE) if read else ""
     ask = ("Find the cause of each failure and fix the code. A test you wrote for the task ("
            + ", ".join(own) + ") may be wrong itself: where it contradicts the task's words, fix that test "
            "instead.\n") if own else "Find the cause of each failure and fix the code (not the tests).\n"
-    return f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n" + ask
+    return (f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n"
+            + (f"{_TEST_CODE_HEAD}\n{code}\n" if code else "") + ask)
 
 
 def _progressed(last: dict[str, Any]) -> bool:
@@ -371,11 +378,14 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
         return [{"role": "user", "content": user + answer}], user + answer
-    single = user + _feedback(log[-1], best, own) + answer
+    read = (lambda rel: read_project_text(ctx, rel)) if enabled(ctx, "quote_failing_tests") else None
+    single = user + _feedback(log[-1], best, own, read=read) + answer
+    if _TEST_CODE_HEAD in single:
+        applied(ctx, "quote_failing_tests", round=len(log) + 1)
     if not _continues(ctx, log[-1], exchange):
         return [{"role": "user", "content": single}], single
     assert exchange is not None
-    said = _feedback(log[-1], best, own, replied=True).lstrip("\n") + answer
+    said = _feedback(log[-1], best, own, replied=True, read=read).lstrip("\n") + answer
     if len(exchange[0]) + len(exchange[1]) + len(said) > _CONVERSATION_GROWTH * len(single):
         return [{"role": "user", "content": single}], single  # a long reply would crowd the context
     applied(ctx, "feedback_in_conversation", round=len(log) + 1)
