@@ -73,8 +73,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),
-    Strategy("missing_definition_round", "agent/roles/builder_rounds.py",
-             "once the tests pass, a definition the task names and its file lacks costs one more round"),
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",
              "when the best round still fails the tests and the code as it was does better, the change is "
              "withdrawn"),

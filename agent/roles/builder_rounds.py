@@ -25,7 +25,6 @@ from agent.models.base import ModelRequest
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
 from agent.roles.failing_tests import Reader, failing_test_code
-from agent.roles.goal_definitions import new_definitions_named
 from agent.roles.prompting import read_project_text
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
@@ -122,20 +121,6 @@ class _Files:
                       if data is None and is_test_path(rel) and self.read(rel) is not None)
 
 
-def _missing(ctx: CommandContext) -> str:
-    """The definitions the goal names that its one file still lacks, as a request ('' when none)."""
-    return " ".join(f"{d.path} does not define {d.name}({d.params})" + (f" in class {d.cls}" if d.cls else "")
-                    + ", which the task asks for: add it." for d in new_definitions_named(ctx))
-
-
-def _gap(ctx: CommandContext) -> str:
-    """Once the tests pass (or no tests run): what the task still asks for, as one more round's request."""
-    gap = _missing(ctx) if enabled(ctx, "missing_definition_round") else ""
-    if gap:
-        applied(ctx, "missing_definition_round", missing=gap[:200])
-    return gap
-
-
 def _raising(failures: str, paths: list[str]) -> str:
     """The functions of `paths` the failing tests' tracebacks end in, as `name(` calls."""
     return " ".join(f"{name}(" for path, name in _FRAME.findall(failures) if path in paths)
@@ -147,10 +132,6 @@ def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tup
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
     if not enabled(ctx, "ask_definition_alone"):
         return why, False
-    missing = _missing(ctx)  # a definition to add comes before the code the goal also names
-    if missing:
-        applied(ctx, "ask_definition_alone", missing=missing[:200])
-        return f"{why}. {missing}", True
     named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
     if named:
         applied(ctx, "ask_definition_alone", shown=len(named))
@@ -219,8 +200,6 @@ def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replie
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
         return why + (_failures(best, "## The tests still fail on the files above\n", own, read)
                       if best.get("status") == "fail" else "")
-    if last.get("gap"):
-        return f"\n## The tests pass, but the task is not done yet\n{last['gap']}\n"
     if last["outcome"] == "rolled back":
         undone = "That change left the tests worse than before, so it was undone: " + (
             "the files are again as shown above. " if replied else "the files above show the best code so far. ")
@@ -397,9 +376,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
-    whose goal is not about prose). A definition the goal names that is still missing once the tests pass
-    is a reason for one more round, never a reason to reject what the tests accept. The goal's own
-    examples guide the first prompt only: the tests decide when the rounds end."""
+    whose goal is not about prose). The goal's own examples guide the first prompt only: the tests
+    decide when the rounds end."""
     files = _Files(ctx)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
@@ -436,10 +414,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         summary = words
         if not testing:
             files.keep()
-            entry["gap"] = _gap(ctx)
-            if not entry["gap"]:
-                break
-            continue
+            break
         tests = entry["tests"] = test_workspace(ctx)
         test_s = max(test_s, float(tests.get("duration_s") or 0.0))
         if best["status"] == "not_run" or rank(tests) >= rank(best):
@@ -452,9 +427,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
         if tests["status"] == "pass":
-            entry["gap"] = _gap(ctx) if entry["outcome"] == "kept" else ""
-            if not entry["gap"]:
-                break
+            break
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
         raise InvalidModelResponse(f"no round produced a usable change ({reasons})"[:1500])
