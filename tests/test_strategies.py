@@ -80,3 +80,12 @@ def test_an_unknown_name_in_the_config_is_refused_at_start_naming_the_file(tmp_p
                            "--config", config], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert f"disable_repairs in {config}: no repair named no_such_thing" in proc.stderr
+
+
+def test_the_plain_listing_keeps_every_description_in_one_column() -> None:
+    proc = subprocess.run([sys.executable, "-m", "agent", "repairs"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == len(STRATEGIES)
+    starts = {len(line) - len(line.split("  ", 1)[1].lstrip()) for line in lines}
+    assert len(starts) == 1 and all(line.split()[0] in STRATEGIES for line in lines)

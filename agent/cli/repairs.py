@@ -32,6 +32,7 @@ def cmd_repairs(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([{"name": s.name, "where": s.where, "does": s.does} for s in STRATEGIES.values()],
                                     indent=2) + "\n")
         return 0
+    width = max(len(name) for name in STRATEGIES)
     for s in STRATEGIES.values():
-        sys.stdout.write(f"{s.name:26} {s.does}\n")
+        sys.stdout.write(f"{s.name:{width}}  {s.does}\n")
     return 0
