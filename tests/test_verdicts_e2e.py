@@ -61,6 +61,7 @@ def test_a_loop_whose_builder_kept_the_code_ends_with_the_earlier_verdicts(spawn
     text = (workspace / "SPEC.md").read_text()
     questions = text.split("## Open Questions", 1)[1]
     assert "None yet." in questions and "changes asked for in round 1 and not made" in questions
+    assert "the builder kept the code; review approved" in questions
     assert "add(2, 2) == 4 as the goal says" in questions
     assert "## Behaviour\nadd(a, b) adds." in text  # nothing outside the allowed section moved
     notes = json.loads((workspace / "spec_notes/T-0001.json").read_text())

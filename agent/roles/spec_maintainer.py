@@ -215,28 +215,30 @@ def handle(ctx: CommandContext) -> Outcome:
     return Outcome(EVENTS[data["status"]], payload)
 
 
+def _review_verdict(ctx: CommandContext) -> str:
+    review = load_json(ctx, f"reviews/{sanitize_id(ctx.cmd.task_id)}.json")
+    return str((review if isinstance(review, dict) else {}).get("status") or "not recorded")
+
+
 def _recorded_by_the_agent(ctx: CommandContext, spec: str | None, exc: AgentError) -> Outcome:
     """No usable answer from the model: the agent records what it knows (the files the builder wrote and
     the review's verdict) in the Changelog itself. The spec's bookkeeping sections are all this role
     may touch, and a run whose code was built and reviewed should not end over how a note is phrased."""
-    review = load_json(ctx, f"reviews/{sanitize_id(ctx.cmd.task_id)}.json")
-    verdict = str((review if isinstance(review, dict) else {}).get("status") or "not recorded")
     files = builder_files(ctx)
     entry = (f"- {ctx.cmd.task_id}: files written by the builder: {', '.join(files) if files else 'none recorded'}; "
-             f"review {verdict}. (Recorded by the agent: the model gave no usable spec answer.)")
+             f"review {_review_verdict(ctx)}. (Recorded by the agent: the model gave no usable spec answer.)")
     applied(ctx, "spec_changelog_by_agent", reason=exc.message[:300])
     return _agent_entry(ctx, spec, "Changelog", entry, "Changelog entry recorded by the agent; the model gave "
                         f"no usable answer ({exc.message[:200]})")
 
 
 def _request_recorded(ctx: CommandContext, spec: str | None, asked_in: Any) -> Outcome:
-    """This loop's last spec answer asked for changes, and the builder's round since kept the code (its
-    tests pass, the review approved it): asking again would put the same question to the model, so the
-    request is recorded as an open question and the run goes on."""
-    notes = load_json(ctx, f"spec_notes/{sanitize_id(ctx.cmd.task_id)}.json")
-    asked = [str(c) for c in (notes.get("required_changes") if isinstance(notes, dict) else None) or []]
+    """This loop's last spec answer asked for changes, and the builder's round since kept the code (under
+    lorch, its tests passed and the review since approved it): asking again would put the same question
+    to the model, so the request is recorded as an open question and the run goes on."""
+    asked = _previous_changes(ctx)
     entry = (f"- {ctx.cmd.task_id}: changes asked for in round {asked_in} and not made (the builder kept the "
-             f"code; its tests pass and the review approved it): {'; '.join(asked)[:600] or '(none named)'}")
+             f"code; review {_review_verdict(ctx)}): {'; '.join(asked)[:600] or '(none named)'}")
     applied(ctx, "spec_request_not_repeated", asked_in=asked_in)
     return _agent_entry(ctx, spec, "Open Questions", entry, f"The request for changes of round {asked_in} is "
                         "recorded under Open Questions: the builder kept the code since.")
