@@ -5,6 +5,8 @@ round kept the code as it was, the question is the one already answered: a model
 samples a new answer, and a small one flips (approved, then changes requested, on the same code),
 each flip a round of the loop until its limit fails a run whose tests pass. The roles look up their
 last verdict here, and where the code is the same, keep to it (`agent/answering/strategies.py`).
+A record carries the receipts' MAC (`agent/receipt_key.py`): where the OS boundary cannot make the
+agent's directory read-only to commands, one the agent did not write is ignored, not obeyed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import orjson
 from agent.command_context import CommandContext
 from agent.errors import AgentError
 from agent.pathpolicy import AGENT
+from agent.receipt_key import load_key
 from agent.roles.prompting import read_project_text
 from agent.roles.task_files import builder_files, load_json
 from agent.workspace import AGENT_DIR, sanitize_id
@@ -51,7 +54,9 @@ def record_verdict(ctx: CommandContext, role: str, status: str, round_no: int) -
     digest = code_digest(ctx)
     if digest is None:
         return
-    record = {"status": status, "round": round_no, "code": digest, "idempotency_key": ctx.cmd.idempotency_key}
+    record: dict[str, object] = {"status": status, "round": round_no, "code": digest,
+                                 "idempotency_key": ctx.cmd.idempotency_key}
+    record["mac"] = load_key(ctx.workspace.root).mac(record)
     try:
         ctx.workspace.write_atomic(_verdict_file(ctx, role), orjson.dumps(record), policy=AGENT)
     except (AgentError, OSError) as exc:
@@ -62,7 +67,8 @@ def verdict_on_same_code(ctx: CommandContext, role: str) -> dict[str, Any] | Non
     """This loop's last verdict of `role` (`{status, round}`) when the builder's files are as they were
     then; None in another loop (lorch gives each run its own key), or when the code changed."""
     record = load_json(ctx, _verdict_file(ctx, role))
-    if not isinstance(record, dict) or record.get("idempotency_key") != ctx.cmd.idempotency_key:
+    if not isinstance(record, dict) or record.get("idempotency_key") != ctx.cmd.idempotency_key \
+            or not load_key(ctx.workspace.root).verify(record):
         return None
     digest = code_digest(ctx)
     if digest is None or record.get("code") != digest:
