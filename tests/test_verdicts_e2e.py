@@ -35,6 +35,13 @@ def _setup(workspace: Path) -> None:
     (workspace / "SPEC.md").write_text(SPEC)
 
 
+def _built(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    """The project set up and calc.py written by the builder (its receipts name the builder's files)."""
+    _setup(workspace)
+    builder = spawn("builder", "--test-command", TEST_CMD, replies=[GIVEN_BACK])
+    assert events(builder.run(make_command("implement")), "builder.completed")[-1]["status"] == "success"
+
+
 def test_a_loop_whose_builder_kept_the_code_ends_with_the_earlier_verdicts(spawn, workspace: Path,
                                                                              tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _setup(workspace)
@@ -86,9 +93,7 @@ def test_changed_code_is_judged_again(spawn, workspace: Path, tmp_path: Path) ->
 
 
 def test_each_rule_can_be_switched_off(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    _setup(workspace)
-    builder = spawn("builder", "--test-command", TEST_CMD, replies=[GIVEN_BACK])
-    assert events(builder.run(make_command("implement")), "builder.completed")[-1]["status"] == "success"
+    _built(spawn, workspace)
     reviewer = spawn("reviewer", "--test-command", TEST_CMD, "--disable-repair", "approval_stands_on_same_code",
                      replies=[APPROVE, INSIST])
     spec = spawn("spec_maintainer", "--disable-repair", "spec_request_not_repeated", replies=[SPEC_ASKS, SPEC_ASKS])
@@ -100,9 +105,7 @@ def test_each_rule_can_be_switched_off(spawn, workspace: Path, tmp_path: Path) -
 
 def test_a_new_run_of_the_same_task_asks_the_model(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # lorch gives each run its own idempotency keys; a verdict of an earlier run is not this loop's.
-    _setup(workspace)
-    builder = spawn("builder", "--test-command", TEST_CMD, replies=[GIVEN_BACK])
-    assert events(builder.run(make_command("implement")), "builder.completed")[-1]["status"] == "success"
+    _built(spawn, workspace)
     rec = tmp_path / "review.jsonl"
     reviewer = spawn("reviewer", "--test-command", TEST_CMD, "--record", str(rec), replies=[APPROVE, INSIST])
     assert events(reviewer.run(make_command("review")), "review.completed")[-1]["status"] == "approved"
@@ -114,9 +117,7 @@ def test_a_new_run_of_the_same_task_asks_the_model(spawn, workspace: Path, tmp_p
 def test_a_verdict_record_the_agent_did_not_write_is_ignored(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # Where commands can write the agent's directory (Landlock alone), model-written code could plant
     # an approval; without the agent's MAC it is not obeyed.
-    _setup(workspace)
-    builder = spawn("builder", "--test-command", TEST_CMD, replies=[GIVEN_BACK])
-    assert events(builder.run(make_command("implement")), "builder.completed")[-1]["status"] == "success"
+    _built(spawn, workspace)
     rec = tmp_path / "review.jsonl"
     reviewer = spawn("reviewer", "--test-command", TEST_CMD, "--record", str(rec), replies=[INSIST, INSIST])
     assert events(reviewer.run(make_command("review")), "review.completed")[-1]["status"] == "changes_requested"

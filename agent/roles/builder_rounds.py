@@ -11,7 +11,6 @@ out of the goal's prose.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
-from agent.roles.failing_tests import Reader, failing_test_code
+from agent.roles.failing_tests import Reader, failing_test_code, frames
 from agent.roles.prompting import read_project_text
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
@@ -42,7 +41,6 @@ _ALONE_RULES = ("Answer with the function you change, alone and whole: the file'
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
 _ECHOED = "it left every file exactly as it was"
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
@@ -123,7 +121,7 @@ class _Files:
 
 def _raising(failures: str, paths: list[str]) -> str:
     """The functions of `paths` the failing tests' tracebacks end in, as `name(` calls."""
-    return " ".join(f"{name}(" for path, name in _FRAME.findall(failures) if path in paths)
+    return " ".join(f"{name}(" for path, _, name in frames(failures) if path in paths)
 
 
 def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tuple[str, bool]:

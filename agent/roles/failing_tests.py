@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from agent.edits.changes import is_test_path
 
-__all__ = ["Reader", "failing_test_code"]
+__all__ = ["Reader", "failing_test_code", "frames"]
 
 Reader = Callable[[str], "str | None"]  # a workspace file's text by its relative path, None if unreadable
 
@@ -23,12 +23,16 @@ _LINES = 25  # of one test: from its def, or its last lines up to the failing on
 _TESTS = 3
 
 
+def frames(output: str) -> list[tuple[str, int, str]]:
+    """(path, line, function) of every traceback frame in `output`, in order."""
+    return [(m["path"], int(m["line"]), m["func"]) for m in _FRAME.finditer(output)]
+
+
 def _frames(output: str, shown: str) -> list[tuple[str, int, str]]:
     """(path, line, function) of the frames in test files of the tests `shown` names, test functions
     first (unittest and pytest collect functions named test*; a helper they call is the second
     choice), in the order shown. Frames come from the whole `output`: a quoted traceback may be cut."""
-    found = [(m["path"], int(m["line"]), m["func"]) for m in _FRAME.finditer(output)
-             if is_test_path(m["path"]) and m["func"].split(".")[-1] in shown]
+    found = [f for f in frames(output) if is_test_path(f[0]) and f[2].split(".")[-1] in shown]
     tests = [f for f in found if f[2].split(".")[-1].startswith("test")]
     return sorted(dict.fromkeys(tests or found), key=lambda f: shown.find(f[2].split(".")[-1]))
 
