@@ -14,6 +14,7 @@ from role_context import FakeModel, Recorded, make_context
 
 from agent.command_context import RoleSettings
 from agent.errors import InvalidModelResponse
+from agent.models.base import ModelReply, Usage
 from agent.roles import builder
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n"
@@ -211,6 +212,19 @@ def test_a_refused_or_echoed_file_costs_only_itself(tmp_path: Path) -> None:
     assert out.payload["tests"]["status"] == "pass" and out.payload["files"] == ["calc.py"]
     assert not (tmp_path / "receipts" / "T-0001" / "forged.json").exists()
     assert any(m == "builder round: files of the reply not written" for _, m, _ in rec.logs)
+
+
+def test_a_reply_cut_inside_a_file_says_which_file_and_why_and_an_echoed_test_is_no_refusal(tmp_path: Path) -> None:
+    loop = "def add(a, b):\n    return a + b\n" + "    x = 1\n" * 40  # the loop the watch stopped
+    cut = ModelReply(text="test_calc.py\n```python\n" + TESTS + "```\n\ncalc.py\n```python\n" + loop,
+                     model="fake", usage=Usage(1, 1, 0.0), finish_reason="repetition")
+    ctx, model = _ctx(tmp_path, [cut, RIGHT])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    second = model.requests[1].messages[-1]["content"]
+    assert "it was cut off while still writing calc.py (it repeated the same text over and over)" in second
+    assert "the project's tests must stay as they are" not in second  # given back as it was: nothing refused
+    assert _audit(tmp_path, "reply_unusable")[0]["reason"].startswith("it was cut off while still writing calc.py")
 
 
 def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and_merged(tmp_path: Path) -> None:

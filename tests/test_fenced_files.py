@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.answering.fenced_files import files_in_reply, path_lines
+from agent.answering.fenced_files import files_in_reply, open_file, path_lines
 
 KNOWN = {"leap.py", "leap_test.py", "src/calc.py", "README.md"}
 
@@ -82,3 +82,11 @@ def test_a_path_fenced_on_its_own_names_the_block_that_follows() -> None:
     # after a path line, a block holding one path-like line is that file's content
     [f] = files_in_reply("README.md\n```\nleap.py\n```\n", KNOWN)
     assert (f.path, f.content) == ("README.md", "leap.py\n")
+
+
+def test_the_file_a_cut_reply_left_open_is_named() -> None:
+    whole = "a.py\n```python\nx = 1\n```\n"
+    assert open_file(whole, {"a.py"}) is None
+    assert open_file(whole + "\n**b.py**\n```python\nx = 2\nx = 2\n", {"a.py"}) == "b.py"
+    assert open_file("```python c.py\nx = 3\n", set()) == "c.py"
+    assert open_file("Here it is:\n```python\nx = 3\n", set()) == ""  # open, but named nowhere

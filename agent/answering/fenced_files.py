@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from agent.fences import file_blocks
 
-__all__ = ["FencedFile", "files_in_reply", "path_lines", "FORMAT_RULES"]
+__all__ = ["FencedFile", "files_in_reply", "open_file", "path_lines", "FORMAT_RULES"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
                 "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
@@ -139,3 +139,21 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
         out.pop(path, None)
         out[path] = FencedFile(path, body, how)
     return list(out.values())
+
+
+_OPENING = re.compile(r"^[ \t]*(?:`{3,}|~{3,})([^\n`]*)$", re.M)
+
+
+def open_file(reply: str, known: set[str]) -> str | None:
+    """The path of the file a reply began and never closed (a reply cut at its limit or in a loop):
+    the path on the line before a fence opened after its last closed block, or in that fence's info;
+    "" when the block names none, None when no block is left open."""
+    blocks = file_blocks(reply)
+    tail = reply[blocks[-1].end:] if blocks else reply
+    opening = _OPENING.search(tail)
+    if opening is None:
+        return None
+    if _PATH.search(opening.group(1)):
+        return _path_in(opening.group(1), known) or ""
+    before = [line for line in tail[:opening.start()].splitlines() if line.strip()]
+    return (_path_in(before[-1], known) or "") if before and len(before[-1]) < 200 else ""

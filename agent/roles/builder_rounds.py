@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.answer_spec import strings_in
-from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, path_lines
+from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, open_file, path_lines
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
@@ -146,25 +146,41 @@ def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tup
             "what the failing test passes to it and why it fails there, then change it"), True
 
 
+def _cut_off(reply: str, finish: str | None, listing: set[str]) -> str:
+    """Why a reply that was cut before its last file's block closed gave that file to no one ("" if
+    it was not cut so). A small model that loops inside a file is stopped there; told only that the
+    reply had no usable file, it writes the same loop again."""
+    if finish not in ("length", "repetition"):
+        return ""
+    path = open_file(reply, listing)
+    if path is None:
+        return ""
+    how = "it repeated the same text over and over" if finish == "repetition" else "it reached the length limit"
+    return (f"it was cut off while still writing {path or 'a file'} ({how}), so that file was not written: give it "
+            "whole, once, and write each piece of code once, without repeating lines")
+
+
 def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
-            failures: str = "") -> tuple[list[FileWrite], str, bool]:
+            failures: str = "", finish: str | None = None) -> tuple[list[FileWrite], str, bool]:
     """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
-    whether the next round should ask for the function the task names alone)."""
+    whether the next round should ask for the function the task names alone). `finish`: the reply's
+    finish reason, to say so when it was cut inside a file."""
     listing = set(project_files(ctx.workspace, 500))
     sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
     found = files_in_reply(reply, listing, sources)
+    cut = _cut_off(reply, finish, listing)
     if not found:
-        return [], ("it had no file in the form asked for (the path on its own line, then the whole file in a "
-                    "fenced block)"), False
+        return [], cut or ("it had no file in the form asked for (the path on its own line, then the whole file in a "
+                           "fenced block)"), False
     writes: list[FileWrite] = []
     refused: list[str] = []
     echoed: list[str] = []
     for f in found:  # each file on its own: an echoed or refused file costs only itself
+        if files.read(f.path) == f.content.encode():
+            echoed.append(f.path)  # given back as it is (a project test too): no change, nothing to refuse
+            continue
         if is_test_path(f.path) and f.path in listing and f.path not in files.before:
             refused.append(f"{f.path}: the project's tests must stay as they are")
-            continue
-        if files.read(f.path) == f.content.encode():
-            echoed.append(f.path)  # given back as it is: no change, no reason to refuse the rest
             continue
         try:
             [write] = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content}]})
@@ -178,6 +194,8 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
             echoed.append(write.path)
     if refused:
         ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
+    if cut and not writes:
+        return [], "; ".join([cut, *refused]), False
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if must_act and (same or (not writes and echoed and not refused)):
         # passing tests prove nothing about a change that changes nothing
@@ -246,19 +264,19 @@ def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
 
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
-         stop: tuple[str, ...] = ()) -> str:
+         stop: tuple[str, ...] = ()) -> tuple[str, str | None]:
     request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages], task_type="planning",
                            role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
     if reply.finish_reason == "stop_string":  # the stop string begins with the closing fence: put it back
         applied(ctx, "stop_at_test_file", chars=len(reply.text))
-        return reply.text + "```\n"
+        return reply.text + "```\n", "stop"
     if reply.finish_reason == "time":
         ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
                         "files it gave whole are used", chars=len(reply.text))
         applied(ctx, "keep_cut_reply", chars=len(reply.text))
-    return reply.text
+    return reply.text, reply.finish_reason
 
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: _Files, temperature: float,
@@ -266,14 +284,14 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply)."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
-        reply = _ask(ctx, messages, temperature, test_s, stops)
+        reply, finish = _ask(ctx, messages, temperature, test_s, stops)
     except ShuttingDown:
         raise
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         why = f"the model call failed ({exc.code}: {exc.message[:200]})"
         return {"round": n, "outcome": "unusable", "why": why}, "", ""
-    writes, why, alone = _usable(ctx, reply, files, must_act, failures)
+    writes, why, alone = _usable(ctx, reply, files, must_act, failures, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
         return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", reply
