@@ -405,3 +405,29 @@ def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:
     assert builder.handle(ctx).payload["tests"]["status"] == "pass"
     said = model.requests[1].messages[-1]["content"]
     assert "FAIL: test_mul" in said and "failing tests' code" not in said and "expected = 6" not in said
+
+
+def test_where_the_tests_pass_before_the_change_a_test_of_the_task_is_asked_for_and_kept(tmp_path: Path) -> None:
+    own = "\ntest_task_t_0001.py\n```python\n" + SUB_TESTS + "```\n"
+    ctx, model = _green_ctx(tmp_path, [_calc("a + b") + own, _calc("a - b")])
+    out = builder.handle(ctx)
+    first = model.requests[0].messages[-1]["content"]
+    assert "none of them checks this task. Also write a new test file, test_task_t_0001.py" in first
+    # the test it wrote caught the wrong code; the next round fixed the code and the test stays
+    assert out.payload["rounds"] == 2 and out.payload["tests"]["status"] == "pass"
+    assert out.payload["tests"]["passed"] == 2 and (tmp_path / "test_task_t_0001.py").read_text() == SUB_TESTS
+    assert sorted(out.payload["files"]) == ["calc.py", "test_task_t_0001.py"]
+    assert "A test for this task" not in model.requests[1].messages[-1]["content"]  # it is there now
+    assert [r["path"] for r in _audit(tmp_path, "repair_applied") if r["name"] == "write_goal_tests"] == \
+        ["test_task_t_0001.py"]
+
+
+def test_no_test_of_the_task_is_asked_for_where_the_tests_fail_or_the_strategy_is_off(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [RIGHT])
+    builder.handle(ctx)
+    assert "A test for this task" not in model.requests[0].messages[-1]["content"]
+    (tmp_path / "off").mkdir()
+    off, off_model = _green_ctx(tmp_path / "off", [_calc("a - b")])
+    off.settings = dataclasses.replace(off.settings, disabled_repairs=frozenset({"write_goal_tests"}))
+    builder.handle(off)
+    assert "A test for this task" not in off_model.requests[0].messages[-1]["content"]
