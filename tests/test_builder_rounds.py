@@ -337,12 +337,14 @@ SUB_TESTS = ("import unittest\n\nimport calc\n\n\nclass S(unittest.TestCase):\n"
              "    def test_sub(self):\n        self.assertEqual(calc.sub(5, 3), 2)\n")
 
 
-def _green_ctx(tmp_path: Path, replies: list[str], rounds: int = 3):  # type: ignore[no-untyped-def]
-    """A project whose tests pass before the change: none of them checks the task."""
+def _green_ctx(tmp_path: Path, replies: list[str], rounds: int = 3,  # type: ignore[no-untyped-def]
+               off: frozenset[str] = frozenset()):
+    """A project whose tests pass before the change: none of them checks the task. `off`: strategies."""
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "calc.py").write_text(GREEN)
     (tmp_path / "test_calc.py").write_text(GREEN_TESTS)
     settings = RoleSettings(test_command=f"{sys.executable} -m unittest discover -q -s . -p 'test_*.py'",
-                            builder_rounds=rounds, answers="text")
+                            builder_rounds=rounds, answers="text", disabled_repairs=off)
     model = FakeModel(list(replies))
     return make_context(tmp_path, "implement", model, settings=settings,
                         inputs={"goal": "Add sub(a, b) to calc.py: it returns a minus b."}), model
@@ -354,7 +356,7 @@ def _calc(body: str) -> str:
 
 def test_a_test_the_builder_wrote_that_still_fails_is_taken_out_and_the_code_stays(tmp_path: Path) -> None:
     wrong_test = "\ntest_sub.py\n```python\n" + SUB_TESTS.replace("2)", "3)") + "```\n"  # 5 - 3 is not 3
-    ctx, _ = _green_ctx(tmp_path, [_calc("a - b") + wrong_test], rounds=1)
+    ctx, _ = _green_ctx(tmp_path, [_calc("a - b") + wrong_test], rounds=1, off=frozenset({"write_goal_tests"}))
     out = builder.handle(ctx)
     assert not (tmp_path / "test_sub.py").exists() and "return a - b" in (tmp_path / "calc.py").read_text()
     assert out.payload["tests"]["status"] == "pass" and out.payload["tests"]["passed"] == 1
@@ -407,27 +409,34 @@ def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:
     assert "FAIL: test_mul" in said and "failing tests' code" not in said and "expected = 6" not in said
 
 
-def test_where_the_tests_pass_before_the_change_a_test_of_the_task_is_asked_for_and_kept(tmp_path: Path) -> None:
-    own = "\ntest_task_t_0001.py\n```python\n" + SUB_TESTS + "```\n"
-    ctx, model = _green_ctx(tmp_path, [_calc("a + b") + own, _calc("a - b")])
+def test_where_the_tests_pass_before_the_change_a_test_of_the_task_is_written_first(tmp_path: Path) -> None:
+    own = "test_task_t_0001.py\n```python\n" + SUB_TESTS + "```\n"
+    ctx, model = _green_ctx(tmp_path, [own, _calc("a + b"), _calc("a * b"), _calc("a - b")], rounds=3)
     out = builder.handle(ctx)
     first = model.requests[0].messages[-1]["content"]
-    assert "none of them checks this task. Also write a new test file, test_task_t_0001.py" in first
-    # the test it wrote caught the wrong code; the next round fixed the code and the test stays
-    assert out.payload["rounds"] == 2 and out.payload["tests"]["status"] == "pass"
+    assert "Write only a new test file, test_task_t_0001.py" in first and "do not write it" in first
+    # the test caught the wrong code; a fresh attempt (from the code as it was, the test kept) fixed it
+    assert out.payload["rounds"] == 3 and out.payload["tests"]["status"] == "pass"
     assert out.payload["tests"]["passed"] == 2 and (tmp_path / "test_task_t_0001.py").read_text() == SUB_TESTS
     assert sorted(out.payload["files"]) == ["calc.py", "test_task_t_0001.py"]
-    assert "A test for this task" not in model.requests[1].messages[-1]["content"]  # it is there now
-    assert [r["path"] for r in _audit(tmp_path, "repair_applied") if r["name"] == "write_goal_tests"] == \
-        ["test_task_t_0001.py"]
+    fresh = model.requests[3].messages[-1]["content"]
+    assert "## The project's tests" in fresh and "def test_sub" in fresh.split("## Files to change")[0]
+    fired = [r for r in _audit(tmp_path, "repair_applied") if r["name"] in ("write_goal_tests", "fresh_attempt")]
+    assert [(r["name"], r.get("written")) for r in fired] == [("write_goal_tests", True), ("fresh_attempt", None)]
+
+
+def test_a_test_of_the_task_that_stays_wrong_is_taken_out_and_the_code_kept(tmp_path: Path) -> None:
+    wrong = "test_task_t_0001.py\n```python\n" + SUB_TESTS.replace("2)", "3)") + "```\n"  # 5 - 3 is not 3
+    ctx, _ = _green_ctx(tmp_path, [wrong, _calc("a - b")], rounds=1)
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["tests_taken_out"]["files"] == ["test_task_t_0001.py"]
+    assert not (tmp_path / "test_task_t_0001.py").exists() and "return a - b" in (tmp_path / "calc.py").read_text()
 
 
 def test_no_test_of_the_task_is_asked_for_where_the_tests_fail_or_the_strategy_is_off(tmp_path: Path) -> None:
     ctx, model = _ctx(tmp_path, [RIGHT])
     builder.handle(ctx)
-    assert "A test for this task" not in model.requests[0].messages[-1]["content"]
-    (tmp_path / "off").mkdir()
-    off, off_model = _green_ctx(tmp_path / "off", [_calc("a - b")])
-    off.settings = dataclasses.replace(off.settings, disabled_repairs=frozenset({"write_goal_tests"}))
-    builder.handle(off)
-    assert "A test for this task" not in off_model.requests[0].messages[-1]["content"]
+    assert len(model.requests) == 1 and "Write only a new test file" not in model.requests[0].messages[-1]["content"]
+    off, off_model = _green_ctx(tmp_path / "off", [_calc("a - b")], off=frozenset({"write_goal_tests"}))
+    out = builder.handle(off)
+    assert len(off_model.requests) == 1 and out.payload["files"] == ["calc.py"]

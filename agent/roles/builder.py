@@ -24,7 +24,6 @@ from agent.answering.loop import (
     obtain_answer,
     strings_in,
 )
-from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext, Outcome
 from agent.edits.changes import (
     EDIT_SHAPE,
@@ -313,7 +312,8 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
 
 
 def _goal_test_path(ctx: CommandContext) -> str:
-    """Where a test of this task goes: beside the project's tests, named after the task."""
+    """Where a test of this task goes, if one is written first (builder_rounds.py): beside the project's
+    tests, named after the task."""
     listing = project_files(ctx.workspace, 500)
     folders = [p.rpartition("/")[0] for p in listing if is_test_path(p) and p.endswith(".py")]
     folder = folders[0] if folders else "tests"
@@ -325,28 +325,10 @@ def _goal_test_path(ctx: CommandContext) -> str:
     return path
 
 
-def _goal_tests_ask(ctx: CommandContext, must_act: bool) -> tuple[str, str]:
-    """(the section asking for a test of the task, and its path), or ("", "") where none is asked for.
-    Asked where the project's tests pass on the code as it is: then none of them checks the task, and
-    the rounds would end on the first change that imports, right or not. A developer writes the test
-    first; a test the model wrote that still fails at the end is taken out (builder_rounds.py)."""
-    if not (must_act and ctx.settings.test_command and enabled(ctx, "write_goal_tests")):
-        return "", ""
-    before = test_workspace(ctx)
-    if before["status"] != "pass":
-        return "", ""
-    path = _goal_test_path(ctx)
-    applied(ctx, "write_goal_tests", path=path, passed=before.get("passed"))
-    return (f"\n## A test for this task\nThe project's tests pass on the code as it is, so none of them checks "
-            f"this task. Also write a new test file, {path}, with unittest tests of what the task asks: each "
-            "example it gives and each rule it states. The agent runs it with the project's tests.\n"), path
-
-
 def _handle_in_rounds(ctx: CommandContext) -> Outcome:
     """Files as text, in rounds against the tests (builder_rounds.py): the default form."""
     budget = PromptBuilder(ctx.settings.budget)
     must_act = ctx.cmd.action == "implement" and not _about_prose(ctx)
-    ask_test, test_path = _goal_tests_ask(ctx, must_act)
     # What the goal's own examples return today guides the first rounds (it never judges one); once a
     # round has written files, those results are stale.
     checked = [r for r in run_goal_examples(ctx) if r.get("path")] if ctx.settings.test_command else []
@@ -355,10 +337,10 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
     def prompt_for(round_budget: PromptBuilder, written: list[str]) -> str:
         nonlocal budget
         budget = round_budget
-        return (builder_prompt(ctx, round_budget, written) + ("" if written else today)
-                + ("" if test_path in written else ask_test))
+        return builder_prompt(ctx, round_budget, written) + ("" if written else today)
     try:
-        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds, must_act=must_act)
+        done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds, must_act=must_act,
+                               test_first=_goal_test_path(ctx) if must_act else "")
     except InvalidModelResponse as exc:
         kept = _kept_as_is(ctx, exc)
         if kept is None:

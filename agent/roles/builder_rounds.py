@@ -84,6 +84,7 @@ class _Files:
         self.ctx = ctx
         self.before: dict[str, bytes | None] = {}
         self.best: dict[str, bytes | None] = {}
+        self.start: dict[str, bytes | None] = {}  # what a fresh attempt starts from besides `before`: a test written first
 
     def read(self, rel: str) -> bytes | None:
         ws, policy = self.ctx.workspace, self.ctx.policy
@@ -365,9 +366,10 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
     best state so far stays the one kept unless the new attempt does better."""
     if fresh:
-        files.roll_back(files.before)
+        files.roll_back({**files.before, **files.start})
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
-    user: str = prompt_for(PromptBuilder(ctx.settings.budget), [] if fresh else list(files.before))
+    written = [] if fresh else [p for p in files.before if p not in files.start]  # a test written first is a test
+    user: str = prompt_for(PromptBuilder(ctx.settings.budget), written)
     own = files.own_tests()
     rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
@@ -388,13 +390,51 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
             {"role": "user", "content": said}], single
 
 
-def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False) -> RoundsResult:
+def _write_test_first(ctx: CommandContext, prompt_for: Any, path: str, files: _Files) -> None:
+    """Where the project's tests pass on the code as it is, none of them checks the task, and the rounds
+    would end on the first change that imports, right or not: ask for a test of the task alone, before
+    the code, and put it in place at `path` (`write_goal_tests`). A test written with the code, or after
+    it, checks what the code does; one written from the task checks what it asks. A reply without a
+    test that compiles costs only this call; one still failing at the end is taken out."""
+    if not (path and ctx.settings.test_command and enabled(ctx, "write_goal_tests")) \
+            or test_workspace(ctx)["status"] != "pass":
+        return
+    ask = (f"\n## Your answer\nWrite only a new test file, {path}: unittest tests of what the task asks, each "
+           "example it gives and each rule it states, importing the code as the project's tests do (the code may not "
+           "exist yet: do not write it). The file's path on a line of its own, then the whole file in a fenced code "
+           "block. Say nothing else.\n")
+    ctx.progress("asking the model for a test of the task", stage="implementing", progress=0.05)
+    try:
+        reply, _ = _ask(ctx, [{"role": "user", "content": prompt_for(PromptBuilder(ctx.settings.budget), []) + ask}],
+                        0.0, 0.0)
+    except ShuttingDown:
+        raise
+    except AgentError as exc:
+        ctx.log("warn", "the test of the task was not written: the model call failed", code=exc.code)
+        return
+    found = [f for f in files_in_reply(reply, {path}) if is_test_path(f.path) and files.read(f.path) is None]
+    test = next((f for f in found if f.path == path), found[0] if found else None)
+    try:  # the checks every written file passes: it compiles, the path policy, the secret guard
+        writes = planned_writes(ctx.workspace, {"files": [{"path": test.path, "content": test.content}]}) if test else []
+        for w in writes:
+            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
+    except AgentError as exc:
+        ctx.log("warn", "the test of the task was not written", code=exc.code, reason=exc.message[:300])
+        writes = []
+    files.write(writes)
+    files.start = {w.path: w.content.encode() for w in writes}
+    applied(ctx, "write_goal_tests", path=test.path if test else path, written=bool(writes))
+
+
+def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
+                    test_first: str = "") -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
-    whose goal is not about prose). The goal's own examples guide the first prompt only: the tests
-    decide when the rounds end."""
+    whose goal is not about prose). `test_first`: where a test of the task goes if one is first asked for.
+    The goal's own examples guide the first prompt only: the tests decide when the rounds end."""
     files = _Files(ctx)
+    _write_test_first(ctx, prompt_for, test_first, files)
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
     log: list[dict[str, Any]] = []
