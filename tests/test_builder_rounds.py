@@ -425,6 +425,14 @@ def test_where_the_tests_pass_before_the_change_a_test_of_the_task_is_written_fi
     assert [(r["name"], r.get("written")) for r in fired] == [("write_goal_tests", True), ("fresh_attempt", None)]
 
 
+def test_a_test_of_the_task_given_in_a_lone_block_without_its_path_is_taken_as_the_one_asked_for(
+        tmp_path: Path) -> None:
+    ctx, model = _green_ctx(tmp_path, ["```python\n" + SUB_TESTS + "```\n", _calc("a + b"), _calc("a - b")])
+    out = builder.handle(ctx)
+    assert (tmp_path / "test_task_t_0001.py").read_text() == SUB_TESTS
+    assert out.payload["rounds"] == 2 and out.payload["tests"]["passed"] == 2
+
+
 def test_a_test_of_the_task_that_stays_wrong_is_taken_out_and_the_code_kept(tmp_path: Path) -> None:
     wrong = "test_task_t_0001.py\n```python\n" + SUB_TESTS.replace("2)", "3)") + "```\n"  # 5 - 3 is not 3
     ctx, _ = _green_ctx(tmp_path, [wrong, _calc("a - b")], rounds=1)

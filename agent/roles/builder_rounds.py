@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.answer_spec import strings_in
-from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, open_file, path_lines
+from agent.answering.fenced_files import FORMAT_RULES, FencedFile, files_in_reply, open_file, path_lines
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
+from agent.fences import file_blocks
 from agent.models.base import ModelRequest
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
@@ -413,6 +414,9 @@ def _write_test_first(ctx: CommandContext, prompt_for: Any, path: str, files: _F
         ctx.log("warn", "the test of the task was not written: the model call failed", code=exc.code)
         return
     found = [f for f in files_in_reply(reply, {path}) if is_test_path(f.path) and files.read(f.path) is None]
+    blocks = [b for b in file_blocks(reply) if b.body.strip()]
+    if not found and len(blocks) == 1:  # asked for one file by its path, a lone block without one is it
+        found = [FencedFile(path, blocks[0].body, "asked")]
     test = next((f for f in found if f.path == path), found[0] if found else None)
     try:  # the checks every written file passes: it compiles, the path policy, the secret guard
         writes = planned_writes(ctx.workspace, {"files": [{"path": test.path, "content": test.content}]}) if test else []
