@@ -67,7 +67,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("feedback_in_conversation", "agent/roles/builder_rounds.py",
              "a round after one whose prompt showed the files as they now are continues that exchange: its "
              "prompt, the reply as the model's own turn, then what the tests said"),
-    Strategy("write_goal_tests", "agent/roles/builder_rounds.py",
+    Strategy("write_goal_tests", "agent/roles/test_first.py",
              "an implement whose project tests pass on the code as it is (so none checks the task) first asks for "
              "a test of the task's examples and rules alone, before the code; one still failing at the end is "
              "taken out"),

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.answer_spec import strings_in
-from agent.answering.fenced_files import FORMAT_RULES, FencedFile, files_in_reply, open_file, path_lines
+from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, open_file, path_lines
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
-from agent.fences import file_blocks
 from agent.models.base import ModelRequest
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
 from agent.roles.failing_tests import Reader, failing_test_code, frames
 from agent.roles.prompting import read_project_text
+from agent.roles.test_first import test_of_the_task
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
 
@@ -391,45 +391,6 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
             {"role": "user", "content": said}], single
 
 
-def _write_test_first(ctx: CommandContext, prompt_for: Any, path: str, files: _Files) -> None:
-    """Where the project's tests pass on the code as it is, none of them checks the task, and the rounds
-    would end on the first change that imports, right or not: ask for a test of the task alone, before
-    the code, and put it in place at `path` (`write_goal_tests`). A test written with the code, or after
-    it, checks what the code does; one written from the task checks what it asks. A reply without a
-    test that compiles costs only this call; one still failing at the end is taken out."""
-    if not (path and ctx.settings.test_command and enabled(ctx, "write_goal_tests")) \
-            or test_workspace(ctx)["status"] != "pass":
-        return
-    ask = (f"\n## Your answer\nWrite only a new test file, {path}: unittest tests of what the task asks, each "
-           "example it gives and each rule it states, importing the code as the project's tests do (the code may not "
-           "exist yet: do not write it). The file's path on a line of its own, then the whole file in a fenced code "
-           "block. Say nothing else.\n")
-    ctx.progress("asking the model for a test of the task", stage="implementing", progress=0.05)
-    try:
-        reply, _ = _ask(ctx, [{"role": "user", "content": prompt_for(PromptBuilder(ctx.settings.budget), []) + ask}],
-                        0.0, 0.0)
-    except ShuttingDown:
-        raise
-    except AgentError as exc:
-        ctx.log("warn", "the test of the task was not written: the model call failed", code=exc.code)
-        return
-    found = [f for f in files_in_reply(reply, {path}) if is_test_path(f.path) and files.read(f.path) is None]
-    blocks = [b for b in file_blocks(reply) if b.body.strip()]
-    if not found and len(blocks) == 1:  # asked for one file by its path, a lone block without one is it
-        found = [FencedFile(path, blocks[0].body, "asked")]
-    test = next((f for f in found if f.path == path), found[0] if found else None)
-    try:  # the checks every written file passes: it compiles, the path policy, the secret guard
-        writes = planned_writes(ctx.workspace, {"files": [{"path": test.path, "content": test.content}]}) if test else []
-        for w in writes:
-            ctx.workspace.check_write(w.path, w.content, policy=ctx.policy)
-    except AgentError as exc:
-        ctx.log("warn", "the test of the task was not written", code=exc.code, reason=exc.message[:300])
-        writes = []
-    files.write(writes)
-    files.start = {w.path: w.content.encode() for w in writes}
-    applied(ctx, "write_goal_tests", path=test.path if test else path, written=bool(writes))
-
-
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
                     test_first: str = "") -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
@@ -438,7 +399,10 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     whose goal is not about prose). `test_first`: where a test of the task goes if one is first asked for.
     The goal's own examples guide the first prompt only: the tests decide when the rounds end."""
     files = _Files(ctx)
-    _write_test_first(ctx, prompt_for, test_first, files)
+    written_first = test_of_the_task(ctx, test_first, lambda: prompt_for(PromptBuilder(ctx.settings.budget), []),
+                                     lambda messages: _ask(ctx, messages, 0.0, 0.0)[0])
+    files.write(written_first)
+    files.start = {w.path: w.content.encode() for w in written_first}
     testing = bool(ctx.settings.test_command)
     best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
     log: list[dict[str, Any]] = []
