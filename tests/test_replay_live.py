@@ -80,7 +80,9 @@ def test_events_are_printed_before_the_terminal_event_arrives(tmp_path: Path) ->
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent", "replay", str(commands), "--workspace", str(ws), "--scripted-dir",
          str(scripted), "--test-command", f"{sys.executable} {ws / 'gate.py'} {gate}",
-         "--heartbeat-interval", "0.3", "--status-every", "1"],
+         "--heartbeat-interval", "0.3", "--status-every", "1",
+         # the gate holds every test run, the one before the change that write_goal_tests needs too
+         "--disable-repair", "write_goal_tests"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     try:
         out = LineReader(proc)
