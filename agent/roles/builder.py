@@ -312,7 +312,7 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
 
 
 def _goal_test_path(ctx: CommandContext) -> str:
-    """Where a test of this task goes, if one is written first (builder_rounds.py): beside the project's
+    """Where a test of this task goes, if one is written first (test_first.py): beside the project's
     tests, named after the task."""
     listing = project_files(ctx.workspace, 500)
     folders = [p.rpartition("/")[0] for p in listing if is_test_path(p) and p.endswith(".py")]
