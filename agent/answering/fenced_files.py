@@ -62,6 +62,13 @@ def _path_in(text: str, known: set[str]) -> str | None:
     return found[-1] if found else None
 
 
+def _line_path(text: str, known: set[str]) -> str | None:
+    """The path named on the last non-blank line of `text` (the line before a fence), if short enough
+    to be a path line rather than prose."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return _path_in(lines[-1], known) if lines and len(lines[-1]) < 200 else None
+
+
 def _top_names(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
@@ -105,10 +112,10 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
     named: str | None = None  # a path a block before gave alone, fenced as if it were a file
     for block in file_blocks(reply):
         info, body, lang = block.info, block.body, block.lang
-        before = [line for line in reply[last_end:block.start].splitlines() if line.strip()]
+        before = reply[last_end:block.start].strip()
         last_end = block.end
         path, how = None, ""
-        line_path = _path_in(before[-1], known) if before and len(before[-1]) < 200 else None
+        line_path = _line_path(before, known)
         # A path alone atop a block: fenced on its own, or wrapping the file's own fence under a
         # language tag that names no path (```plaintext, ```markdown) around both
         fenced = None if line_path or _PATH.search(info) else _fenced_path(body)
@@ -155,5 +162,4 @@ def open_file(reply: str, known: set[str]) -> str | None:
         return None
     if _PATH.search(opening.group(1)):
         return _path_in(opening.group(1), known) or ""
-    before = [line for line in tail[:opening.start()].splitlines() if line.strip()]
-    return (_path_in(before[-1], known) or "") if before and len(before[-1]) < 200 else ""
+    return _line_path(tail[:opening.start()], known) or ""
