@@ -330,6 +330,46 @@ def test_a_reply_that_goes_on_to_give_the_tests_back_is_ended_there(tmp_path: Pa
     assert [r["name"] for r in _audit(tmp_path, "repair_applied")] == ["stop_at_test_file"]
 
 
+def test_a_reply_that_begins_by_giving_the_tests_back_is_ended_there_and_told_why(tmp_path: Path) -> None:
+    from fake_openai import FakeOpenAI, Stream
+
+    from agent.models.openai_http import OpenAIChatModel
+
+    endless = ["### test_calc.py\n```python\n", "import unittest\n", "class T(unittest.TestCase):\n"]
+    fake = FakeOpenAI([Stream(endless, every_s=0.2, forever=True, repeat_from=1), Stream([RIGHT])])
+    with fake.running():
+        ctx, _ = _ctx(tmp_path, [], rounds=2)
+        ctx.model = OpenAIChatModel(fake.base_url, "m", timeout_s=5, stall_s=5, audit=ctx.audit)
+        ctx.deadline = time.time() + 120
+        started = time.monotonic()
+        out = builder.handle(ctx)
+        took = time.monotonic() - started
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2 and took < 10
+    assert (tmp_path / "test_calc.py").read_text() == TESTS
+    second = fake.requests[1]["body"]["messages"][-1]["content"]
+    assert "it began by giving back a file of the project's tests" in second
+    assert [r["name"] for r in _audit(tmp_path, "repair_applied")][0] == "stop_at_test_file"
+
+
+def test_rounds_that_move_no_test_forward_three_times_running_end_the_rounds(tmp_path: Path) -> None:
+    # Kept (one test passes), then a broken module (rolled back), a reply without a file, the
+    # same half-right file (more of the same): the rounds end there, on the best state, not at 6.
+    replies = [HALF, BROKEN, "I cannot.", HALF, RIGHT, RIGHT]
+    ctx, model = _ctx(tmp_path, replies, rounds=6)
+    out = builder.handle(ctx)
+    assert out.payload["rounds"] == 4 and len(model.requests) == 4
+    assert out.payload["tests"]["status"] == "fail" and out.payload["tests"]["passed"] == 1
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in (tmp_path / "calc.py").read_text()
+    stuck = [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "stop_when_stuck"]
+    assert [(r["rounds"], r["last_moved"]) for r in stuck] == [(4, 1)]
+    # switched off, the same replies go on to the fifth round, which passes
+    (tmp_path / "logs").rename(tmp_path / "logs.before")
+    ctx, model = _ctx(tmp_path, replies, rounds=6)
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"stop_when_stuck"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 5
+
+
 GREEN = "def add(a, b):\n    return a + b\n"
 GREEN_TESTS = ("import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n"
                "    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n")

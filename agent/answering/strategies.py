@@ -58,8 +58,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "a builder reply still being written when the round's time runs out (the command's deadline less "
              "the time its tests take) is cut there, and the files it gave whole are used"),
     Strategy("stop_at_test_file", "agent/roles/builder_rounds.py",
-             "a builder reply that begins a project test file after a closed block is ended there (the file "
-             "would be refused), so the model stops writing it back"),
+             "a builder reply that begins a project test file, first or after a closed block, is ended there "
+             "(the file would be refused), so the model stops writing it back"),
     Strategy("fresh_attempt", "agent/roles/builder_rounds.py",
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "
@@ -74,6 +74,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("quote_failing_tests", "agent/roles/builder_rounds.py",
              "a round after failing tests shows, under their output, the code of the test functions its "
              "tracebacks run through, up to the failing line (unittest prints only that line)"),
+    Strategy("stop_when_stuck", "agent/roles/builder_rounds.py",
+             "the builder's rounds end once three rounds running after the last one that moved the tests "
+             "forward moved none (the best state stays): more rounds of a stuck small model spend tokens and "
+             "lorch's time"),
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),

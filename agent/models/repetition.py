@@ -27,9 +27,11 @@ Data repeats by nature (a table of one row, a fixture, generated lines), and ins
 reply is still writing, repetition alone says nothing about whether the file will end: so a loop
 whose copies all sit inside an open file body (a fenced block, or a Lua long string `[==[ … ]==]`)
 is let run until its copies fill half the reply's token budget (about `CHARS_PER_TOKEN` characters
-a token). A file that repeats that much that close to the limit would be cut off anyway, and a
-model that loops inside a file is still stopped well before its limit. Repetition in the reply's
-own words is stopped as soon as it is seen. The watch reads each new piece of the
+a token). A file that repeats that much that close to the limit would be cut off anyway. Copies
+with words in them (code: `.replace("x", "")` over and over, an `if` per count) are let run only
+`FILE_LOOP_CHARS`: no hand-written module repeats a block of code that long, and on one CPU thread
+a small model writes a few tokens a second, so a loop let run to half its budget spends most of
+the command's deadline. Repetition in the reply's own words is stopped as soon as it is seen. The watch reads each new piece of the
 stream once and looks at a bounded window of its end, spacing its looks as the window fills, so a
 reply costs time in proportion to its size.
 """
@@ -40,7 +42,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Loop", "repeating_tail", "RepetitionWatch", "ECHO_CHARS", "MIN_COPIES", "MIN_LOOP_CHARS", "MIN_COUNTED_COPIES",
-           "MIN_COUNTED_CHARS"]
+           "MIN_COUNTED_CHARS", "FILE_LOOP_CHARS"]
 
 MIN_COPIES = 6          # copies of the block at the end of the text
 MIN_LOOP_CHARS = 480    # and at least this much text in them: a short repeated line is no loop
@@ -60,6 +62,7 @@ WINDOW = 32 * 1024      # the end of the text a look reads: enough for any loop 
 _LOOKS_PER_WINDOW = 8   # a full window is looked at every WINDOW / 8 characters: linear in the reply
 CHARS_PER_TOKEN = 4     # for the budget a loop inside a file may fill (a low guess stops loops sooner)
 ECHO_CHARS = 400        # the reply's end found this long in the system message: it recites the instructions
+FILE_LOOP_CHARS = 1600  # copies of a block of code inside a file: about 400 tokens, minutes on one thread
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,12 @@ class RepetitionWatch:
             # Inside a file: followed from look to look (a long run outgrows the window).
             if self._file_loop_from is None or self._file_loop_from < body:
                 self._file_loop_from = loop.start
-            if self._body_loop_chars is not None and self.chars - self._file_loop_from >= self._body_loop_chars:
+            if self._body_loop_chars is None:
+                return
+            block = text[loop.start - offset:loop.first_copy_end - offset]
+            allowed = (self._body_loop_chars if _letters(block) < _COUNTED_LETTERS
+                       else min(self._body_loop_chars, FILE_LOOP_CHARS))
+            if self.chars - self._file_loop_from >= allowed:
                 self.loop = loop
             return
         self._file_loop_from = None

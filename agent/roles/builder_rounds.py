@@ -45,6 +45,7 @@ _ECHOED = "it left every file exactly as it was"
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
+_STUCK_ROUNDS = 3  # rounds running that moved no test forward after the last that did: the rounds end
 
 
 @dataclass
@@ -172,6 +173,9 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
     found = files_in_reply(reply, listing, sources)
     cut = _cut_off(reply, finish, listing)
     if not found:
+        if finish == "stop_string":
+            return [], ("it began by giving back a file of the project's tests, which must stay as they are: give "
+                        "only the files of code you change"), False
         return [], cut or ("it had no file in the form asked for (the path on its own line, then the whole file in a "
                            "fenced block)"), False
     writes: list[FileWrite] = []
@@ -258,11 +262,11 @@ def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
 
 
 def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
-    """Where a reply ends: a project test file begun after a closed block. It would be refused (the
-    project's tests stay as they are), and writing it back costs a small model minutes; a reply that
-    begins with it is read on, as the files after it may be the change."""
+    """Where a reply ends: a project test file begun, first or after a closed block. It would be
+    refused (the project's tests stay as they are), and writing it back costs a small model minutes,
+    most often all of its round: one that began with it gave no change after it."""
     tests = [p for p in project_files(ctx.workspace, 500) if is_test_path(p) and p not in files.before]
-    return tuple(f"```\n{gap}{line}\n```" for p in tests for gap in ("", "\n") for line in path_lines(p))
+    return tuple(f"{line}\n```" for p in tests for line in path_lines(p))
 
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
@@ -271,9 +275,10 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
                            role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
-    if reply.finish_reason == "stop_string":  # the stop string begins with the closing fence: put it back
+    if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
         applied(ctx, "stop_at_test_file", chars=len(reply.text))
-        return reply.text + "```\n", "stop"
+        unclosed = open_file(reply.text, set()) is not None  # (a stop string that took the closing fence too)
+        return reply.text + ("\n```\n" if unclosed else ""), "stop_string"
     if reply.finish_reason == "time":
         ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
                         "files it gave whole are used", chars=len(reply.text))
@@ -346,6 +351,17 @@ def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act:
     if len(log) < 2 or not all(e.get("why") == _ECHOED for e in log[-2:]) or test_workspace(ctx)["status"] != "pass":
         return False
     applied(ctx, "stop_when_nothing_to_change", rounds=len(log))
+    return True
+
+
+def _stuck(ctx: CommandContext, log: list[dict[str, Any]]) -> bool:
+    """Whether the last `_STUCK_ROUNDS` rounds moved no test forward from a state the tests ranked (an
+    earlier round that was kept). Rounds that never reached one go on: until one does, the command has
+    no change to give."""
+    moved = [i for i, e in enumerate(log) if e.get("improved")]
+    if not moved or len(log) - 1 - moved[-1] < _STUCK_ROUNDS or not enabled(ctx, "stop_when_stuck"):
+        return False
+    applied(ctx, "stop_when_stuck", rounds=len(log), last_moved=moved[-1] + 1)
     return True
 
 
@@ -432,7 +448,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if entry["outcome"] == "unusable":
             if fresh:
                 files.roll_back()  # the best state back in place
-            if _nothing_to_change(ctx, log, must_act):
+            if _nothing_to_change(ctx, log, must_act) or _stuck(ctx, log):
                 break
             continue
         summary = words
@@ -450,7 +466,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             files.roll_back()
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
-        if tests["status"] == "pass":
+        if tests["status"] == "pass" or _stuck(ctx, log):
             break
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)

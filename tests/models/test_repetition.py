@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.models.repetition import MIN_COPIES, RepetitionWatch, repeating_tail
+from agent.models.repetition import FILE_LOOP_CHARS, MIN_COPIES, RepetitionWatch, repeating_tail
 
 # The shape of the 0.5B's feature-cart plan (runs gram6, gram9): a few lines, then two lines for ever.
 HEAD = ('```lua\nfunction run(context)\n  local w = tools.write("tests/test_cart.py", [[\nfrom cart import Cart\n\n'
@@ -103,15 +103,35 @@ def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
     assert watch.feed("x") is watch.loop and watch.chars == stopped_at
 
 
-def test_repetition_inside_an_open_file_runs_until_it_fills_half_the_budget() -> None:
-    # The cart loop sits in a Lua long string: with 3,072 tokens it is stopped once it fills ~6,000
-    # characters, well before the ~12,000 the limit allows; without a budget it is let run.
+def test_code_repeating_inside_an_open_file_is_stopped_once_it_fills_file_loop_chars() -> None:
+    # The cart loop sits in a Lua long string: with 3,072 tokens (about 12,000 characters) it is
+    # stopped once its copies fill FILE_LOOP_CHARS; without a budget it is let run.
     text = HEAD + BLOCK * 300
     watch = RepetitionWatch(max_tokens=3072)
     stopped_at = _fed(watch, text)
-    assert watch.loop is not None and 3072 * 2 <= stopped_at - len(HEAD) < 3072 * 2 + 2000
+    assert watch.loop is not None and FILE_LOOP_CHARS <= stopped_at - len(HEAD) < FILE_LOOP_CHARS + 1000
     unbounded = RepetitionWatch()
     assert _fed(unbounded, text) == len(text) and unbounded.loop is None
+
+
+def test_loops_of_code_on_one_line_or_counting_inside_a_fenced_file_are_stopped_early() -> None:
+    # A chain of calls along one line, and one `if` per count: each a file no one would write.
+    chain = 'luhn.py\n```python\nclass Luhn:\n    def __init__(self, card):\n        self.card = card' + \
+        ''.join(f'.replace("{c}", "")' for c in "-*/.,:;?!@()[]{}|~^_+") * 40
+    counting = 'bowling.py\n```python\nclass Game:\n    def roll(self, pins):\n' + ''.join(
+        f'        if self.frame == 10 and self.roll_count == {i}:\n            raise ValueError("invalid fill balls")\n'
+        for i in range(2, 200))
+    for text in (chain, counting):
+        watch = RepetitionWatch(max_tokens=3072)
+        stopped_at = _fed(watch, text)
+        assert watch.loop is not None and stopped_at < 3500, (stopped_at, text[:40])
+
+
+def test_rows_of_bare_numbers_inside_a_file_may_fill_half_the_budget() -> None:
+    rows = "data.csv\n```\n" + "0,1,0,1,0,1,0,1,0,1,0,1\n" * 1000
+    watch = RepetitionWatch(max_tokens=3072)
+    stopped_at = _fed(watch, rows)
+    assert watch.loop is not None and 3072 * 2 <= stopped_at < 3072 * 2 + 2000
 
 
 def test_a_fenced_table_of_one_row_is_data_and_the_words_after_it_are_judged() -> None:

@@ -15,6 +15,7 @@ from fake_openai import FakeOpenAI, Raw, Stream, gzip_bomb
 from agent.errors import ModelError, ModelTimeout
 from agent.models.base import ModelRequest
 from agent.models.openai_http import OpenAIChatModel
+from agent.models.repetition import FILE_LOOP_CHARS
 from agent.models.retry import RetryingModel, RetryPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,17 +183,17 @@ def test_a_stream_that_falls_into_a_loop_is_stopped_after_a_few_copies(audit) ->
     assert stopped["period"] == period and stopped["copies"] >= 6
 
 
-def test_a_loop_inside_a_file_is_stopped_once_it_fills_half_the_budget(audit) -> None:  # type: ignore[no-untyped-def]
+def test_a_loop_of_code_inside_a_file_is_stopped_once_it_fills_file_loop_chars(audit) -> None:  # type: ignore[no-untyped-def]
     # The 0.5B's plan loop: a good start, then two lines of a test file (a Lua long string) for ever.
-    # Inside a file repetition may be data, so the watch waits until the copies fill half of what
-    # max_tokens allows (about 4 characters a token), then stops: long before the limit.
+    # Inside a file repetition may be data, so the watch lets copies of code fill FILE_LOOP_CHARS
+    # (less than half of what max_tokens allows at about 4 characters a token), then stops.
     head = "```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\n"
     block = ["    cart.remove('pear', 1.25)\n", "    self.assertEqual(cart.items['pear'], [0, 0])\n"]
     fake = FakeOpenAI([Stream([head, *block], every_s=0.0005, forever=True, repeat_from=1)])
     with fake.running():
-        reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req(max_tokens=1000))
+        reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req(max_tokens=3072))
     assert reply.finish_reason == "repetition" and reply.text.startswith(head + "".join(block))
-    assert 2000 <= len(reply.text) - len(head) < 2000 + 1500     # half of 1,000 tokens × 4, and a look
+    assert FILE_LOOP_CHARS <= len(reply.text) - len(head) < FILE_LOOP_CHARS + 1500   # and a look
     assert audit.events("model_repetition_stopped")
 
 
