@@ -299,6 +299,15 @@ def test_a_section_body_opening_with_its_own_heading_is_taken_without_it(spawn, 
     assert "all done" not in (workspace / "SPEC.md").read_text() and events(got, "spec.updated")
 
 
+def test_a_heading_of_a_bodys_own_is_put_under_its_section_in_one_call(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    answer = spec_answer("Changelog", "## Changes\n- 0.2: add (T-0001)")
+    done = events(spawn("spec_maintainer", replies=[answer]).run(make_command("update_spec")), "spec.updated")[-1]
+    assert done["payload"]["edited_sections"] == ["Changelog"] and done["payload"]["usage"]["calls"] == 1
+    text = (workspace / "SPEC.md").read_text()
+    assert text.endswith("## Changelog\n\n### Changes\n- 0.2: add (T-0001)\n") and "add only" in text
+
+
 def test_an_answer_naming_a_section_outside_the_four_is_refused_whole(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # The answer schema names the four sections (a server that enforces it lets no other through); an
     # answer that names another breaks the schema, so none of its edits is applied.

@@ -44,16 +44,20 @@ def _canonical(section: str) -> str | None:
     return next((a for a in ALLOWED_SECTIONS if a.lower() == name.lower()), None)
 
 
-def _own_heading_dropped(edit: dict[str, Any]) -> dict[str, Any]:
-    """The edit without a first line that is the section's own heading (`## Changelog` atop the
-    Changelog's body): the agent writes that heading itself, so dropping the copy loses nothing."""
+def _as_body(edit: dict[str, Any]) -> dict[str, Any]:
+    """The edit's content as the body of its section: without a first line that is the section's own
+    heading (`## Changelog` atop the Changelog's body: the agent writes that heading itself), and
+    with a top-level heading of its own (`## Changes`) one level down, under the section. A heading
+    that names another of the four sections stays, and is refused: that text belongs elsewhere."""
     content = edit.get("content")
     if not isinstance(content, str):
         return edit
     first, _, rest = content.lstrip("\n").partition("\n")
     if _HEADING.match(first) and _canonical(first) == edit["section"]:
-        return {**edit, "content": rest.lstrip("\n")}
-    return edit
+        content = rest.lstrip("\n")
+    lines = ["#" * 3 + line.lstrip("#") if _TOP_HEADING.match(line) and _canonical(line) is None else line
+             for line in content.split("\n")]
+    return {**edit, "content": "\n".join(lines)}
 
 
 def edit_error(edit: dict[str, Any]) -> str | None:
@@ -82,7 +86,7 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
             # The schema names the four sections exactly (a server that enforces it lets no other
             # through); a heading's marks or another case still name one of them.
             answer = {**answer, "section_edits": [
-                _own_heading_dropped({**e, "section": _canonical(e["section"]) or e["section"]})
+                _as_body({**e, "section": _canonical(e["section"]) or e["section"]})
                 if isinstance(e, dict) and isinstance(e.get("section"), str) else e
                 for e in answer["section_edits"]]}
         # "updated" with nothing to apply is a contradiction the agent resolves itself: nothing
