@@ -224,6 +224,17 @@ def test_a_reply_cut_inside_a_file_says_which_file_and_why_and_an_echoed_test_is
     second = model.requests[1].messages[-1]["content"]
     assert "it was cut off while still writing calc.py (it repeated the same text over and over)" in second
     assert "the project's tests must stay as they are" not in second  # given back as it was: nothing refused
+
+
+def test_a_reply_cut_off_is_not_carried_on_as_the_models_own_turn(tmp_path: Path) -> None:
+    # Continuing its own looped reply, a small model writes the same loop again.
+    cut = ModelReply(text="calc.py\n```python\ndef add(a, b):\n" + "    x = 1\n" * 8, model="fake",
+                     usage=Usage(1, 1, 0.0), finish_reason="repetition")
+    ctx, model = _ctx(tmp_path, [cut, RIGHT])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert [m["role"] for m in model.requests[1].messages] == ["system", "user"]
+    assert "    x = 1\n" not in model.requests[1].messages[-1]["content"]
     assert _audit(tmp_path, "reply_unusable")[0]["reason"].startswith("it was cut off while still writing calc.py")
 
 

@@ -288,7 +288,8 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: _Files, temperature: float,
                must_act: bool, test_s: float = 0.0, failures: str = "") -> tuple[dict[str, Any], str, str]:
-    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply)."""
+    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
+    the next round may continue, or "")."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
         reply, finish = _ask(ctx, messages, temperature, test_s, stops)
@@ -301,7 +302,10 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
     writes, why, alone = _usable(ctx, reply, files, must_act, failures, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
-        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", reply
+        # A reply cut off (a loop, the length limit, the round's time) is no turn to continue: as its
+        # own, a small model writes the same loop again.
+        kept = "" if finish in ("repetition", "length", "time") else reply
+        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", kept
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
         _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
