@@ -358,7 +358,7 @@ def test_a_reply_that_begins_by_giving_the_tests_back_is_ended_there_and_told_wh
     assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2 and took < 10
     assert (tmp_path / "test_calc.py").read_text() == TESTS
     second = fake.requests[1]["body"]["messages"][-1]["content"]
-    assert "it began by giving back a file of the project's tests" in second
+    assert "it began to give back a file of the project's tests" in second
     assert [r["name"] for r in _audit(tmp_path, "repair_applied")][0] == "stop_at_test_file"
 
 

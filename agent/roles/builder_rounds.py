@@ -174,8 +174,8 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
     cut = _cut_off(reply, finish, listing)
     if not found:
         if finish == "stop_string":
-            return [], ("it began by giving back a file of the project's tests, which must stay as they are: give "
-                        "only the files of code you change"), False
+            return [], ("it began to give back a file of the project's tests, which must stay as they are, with no "
+                        "file of code before it: give only the files of code you change"), False
         return [], cut or ("it had no file in the form asked for (the path on its own line, then the whole file in a "
                            "fenced block)"), False
     writes: list[FileWrite] = []
