@@ -373,6 +373,11 @@ def test_rounds_that_move_no_test_forward_three_times_running_end_the_rounds(tmp
     assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in (tmp_path / "calc.py").read_text()
     stuck = [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "stop_when_stuck"]
     assert [(r["rounds"], r["last_moved"]) for r in stuck] == [(4, 1)]
+    # with no round left to save, nothing is stopped and nothing audited
+    (tmp_path / "logs").rename(tmp_path / "logs.four")
+    ctx, model = _ctx(tmp_path, replies, rounds=4)
+    assert builder.handle(ctx).payload["rounds"] == 4
+    assert not [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "stop_when_stuck"]
     # switched off, the same replies go on to the fifth round, which passes
     (tmp_path / "logs").rename(tmp_path / "logs.before")
     ctx, model = _ctx(tmp_path, replies, rounds=6)

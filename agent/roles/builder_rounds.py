@@ -358,12 +358,13 @@ def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act:
     return True
 
 
-def _stuck(ctx: CommandContext, log: list[dict[str, Any]]) -> bool:
+def _stuck(ctx: CommandContext, log: list[dict[str, Any]], rounds: int) -> bool:
     """Whether the last `_STUCK_ROUNDS` rounds moved no test forward from a state the tests ranked (an
-    earlier round that was kept). Rounds that never reached one go on: until one does, the command has
-    no change to give."""
+    earlier round that was kept), with rounds left to save (after the last, nothing is stopped). Rounds
+    that never reached one go on: until one does, the command has no change to give."""
     moved = [i for i, e in enumerate(log) if e.get("improved")]
-    if not moved or len(log) - 1 - moved[-1] < _STUCK_ROUNDS or not enabled(ctx, "stop_when_stuck"):
+    if not moved or len(log) - 1 - moved[-1] < _STUCK_ROUNDS or len(log) >= rounds \
+            or not enabled(ctx, "stop_when_stuck"):
         return False
     applied(ctx, "stop_when_stuck", rounds=len(log), last_moved=moved[-1] + 1)
     return True
@@ -452,7 +453,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if entry["outcome"] == "unusable":
             if fresh:
                 files.roll_back()  # the best state back in place
-            if _nothing_to_change(ctx, log, must_act) or _stuck(ctx, log):
+            if _nothing_to_change(ctx, log, must_act) or _stuck(ctx, log, rounds):
                 break
             continue
         summary = words
@@ -470,7 +471,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             files.roll_back()
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
-        if tests["status"] == "pass" or _stuck(ctx, log):
+        if tests["status"] == "pass" or _stuck(ctx, log, rounds):
             break
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
