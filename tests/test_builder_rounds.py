@@ -14,7 +14,7 @@ from role_context import FakeModel, Recorded, make_context
 
 from agent.command_context import RoleSettings
 from agent.errors import InvalidModelResponse
-from agent.models.base import ModelReply, Usage
+from agent.models.base import Capabilities, ModelReply, Usage
 from agent.roles import builder
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n"
@@ -360,6 +360,53 @@ def test_a_reply_that_begins_by_giving_the_tests_back_is_ended_there_and_told_wh
     second = fake.requests[1]["body"]["messages"][-1]["content"]
     assert "it began to give back a file of the project's tests" in second
     assert [r["name"] for r in _audit(tmp_path, "repair_applied")][0] == "stop_at_test_file"
+
+
+class _PrefillModel(FakeModel):
+    """A server that continues a trailing assistant message (llama.cpp)."""
+
+    def capabilities(self, request: object = None) -> Capabilities:
+        return Capabilities(server="llama.cpp", prefill=True)
+
+
+def _prefill_ctx(tmp_path: Path, replies: list, model_cls: type = _PrefillModel):  # type: ignore[no-untyped-def]
+    ctx, _ = _ctx(tmp_path, [])
+    ctx.model = model = model_cls(list(replies))
+    return ctx, model
+
+
+def test_after_a_reply_that_began_with_the_tests_the_next_is_begun_with_the_file_to_change(tmp_path: Path) -> None:
+    body = RIGHT.split("```python\n", 1)[1]  # the model goes on after the path line and the fence
+    ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"), body])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert "return a * b" in (tmp_path / "calc.py").read_text() and (tmp_path / "test_calc.py").read_text() == TESTS
+    assert model.requests[0].messages[-1]["role"] == "user"  # the first reply is the model's own
+    assert model.requests[1].messages[-1] == {"role": "assistant", "content": "calc.py\n```\n"}
+    fired = [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "begin_with_file"]
+    assert [r["path"] for r in fired] == ["calc.py"]
+
+
+def test_a_reply_begun_for_the_model_is_not_begun_on_a_server_that_answers_anew(tmp_path: Path) -> None:
+    ctx, model = _prefill_ctx(tmp_path, ["```\ncalc.py\n```", RIGHT], model_cls=FakeModel)
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and model.requests[1].messages[-1]["role"] == "user"
+    (tmp_path / "off").mkdir()
+    ctx, model = _prefill_ctx(tmp_path / "off", ["```\ncalc.py\n```", RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"begin_with_file"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and model.requests[1].messages[-1]["role"] == "user"
+
+
+def test_a_reply_with_no_code_is_not_carried_on_as_the_models_own_turn(tmp_path: Path) -> None:
+    # An empty block (or a path put in one) as its own turn, a small model writes it again.
+    ctx, model = _ctx(tmp_path, [HALF, "```\ncalc.py\n```", RIGHT], rounds=3)
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"fresh_attempt"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 3
+    assert [m["role"] for m in model.requests[1].messages[1:]] == ["user", "assistant", "user"]  # HALF goes on
+    third = model.requests[2].messages
+    assert len(third) == 2 and "it had no file in the form asked for" in third[-1]["content"]
 
 
 def test_rounds_that_move_no_test_forward_three_times_running_end_the_rounds(tmp_path: Path) -> None:

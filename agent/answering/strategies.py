@@ -60,13 +60,17 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("stop_at_test_file", "agent/roles/builder_rounds.py",
              "a builder reply that begins a project test file, first or after a closed block, is ended there "
              "(the file would be refused), so the model stops writing it back"),
+    Strategy("begin_with_file", "agent/roles/builder_rounds.py",
+             "after a builder reply that gave no file of code (it began with a project test, or had no file in "
+             "the form asked for), the next reply is begun for the model with the path and opening fence of the "
+             "first file to change, on a server that continues a trailing assistant message (llama.cpp)"),
     Strategy("fresh_attempt", "agent/roles/builder_rounds.py",
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "
              "is kept unless it does better)"),
     Strategy("feedback_in_conversation", "agent/roles/builder_rounds.py",
              "a round after one whose prompt showed the files as they now are continues that exchange: its "
-             "prompt, the reply as the model's own turn, then what the tests said"),
+             "prompt, the reply as the model's own turn (one with code in it), then what the tests said"),
     Strategy("write_goal_tests", "agent/roles/test_first.py",
              "an implement whose project tests pass on the code as it is (so none checks the task) first asks for "
              "a test of the task's examples and rules alone, before the code; one still failing at the end is "

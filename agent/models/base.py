@@ -141,17 +141,20 @@ class Capabilities:
     Schema is enforced. `grammar`: a GBNF `grammar` field is enforced (llama.cpp). `server` names
     what answered: "llama.cpp", "vllm", "ollama", "openai", "unknown", or a non-HTTP client's kind
     ("recorded", "scripted"). vLLM enforces grammars too, but through `guided_grammar` in its own
-    EBNF dialect, which this agent does not send: `grammar` is False there.
+    EBNF dialect, which this agent does not send: `grammar` is False there. `prefill`: a request whose
+    last message is the assistant's is continued from that text rather than answered anew (llama.cpp's
+    server does so unless started with `--no-prefill-assistant`).
     """
 
     streaming: bool = True
     json_schema: bool = True
     grammar: bool = False
     server: str = "unknown"
+    prefill: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"streaming": self.streaming, "json_schema": self.json_schema, "grammar": self.grammar,
-                "server": self.server}
+                "server": self.server, "prefill": self.prefill}
 
 
 # What to assume of a server nobody has probed: plain completions; a schema may be sent (a server

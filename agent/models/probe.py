@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["probe_capabilities", "clear_capabilities_cache", "LLAMA_CPP", "VLLM", "OLLAMA", "OPENAI"]
 
-LLAMA_CPP = Capabilities(streaming=True, json_schema=True, grammar=True, server="llama.cpp")
+LLAMA_CPP = Capabilities(streaming=True, json_schema=True, grammar=True, server="llama.cpp", prefill=True)
 VLLM = Capabilities(streaming=True, json_schema=True, grammar=False, server="vllm")
 OLLAMA = Capabilities(streaming=True, json_schema=True, grammar=False, server="ollama")
 OPENAI = Capabilities(streaming=True, json_schema=True, grammar=False, server="openai")

@@ -109,7 +109,8 @@ def _capabilities_of(entry: dict[str, Any]) -> Capabilities | None:
     if not isinstance(caps, dict):
         return None
     return Capabilities(streaming=bool(caps.get("streaming", False)), json_schema=bool(caps.get("json_schema", True)),
-                        grammar=bool(caps.get("grammar", False)), server=str(caps.get("server") or "recorded"))
+                        grammar=bool(caps.get("grammar", False)), server=str(caps.get("server") or "recorded"),
+                        prefill=bool(caps.get("prefill", False)))
 
 
 def _first_difference(recorded: str, wanted: str) -> list[str]:

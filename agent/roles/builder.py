@@ -98,6 +98,11 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
     return seen
 
 
+def files_to_change(ctx: CommandContext) -> list[str]:
+    """The files the builder's prompt shows under "Files to change", in its order."""
+    return [p for p in _must_see(ctx, project_files(ctx.workspace, 200), find_spec(ctx)) if not is_test_path(p)]
+
+
 def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:
     """The builder's user message; `also` adds files it must see (what it just wrote, in a test repair)."""
     cmd = ctx.cmd
@@ -340,7 +345,7 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
         return builder_prompt(ctx, round_budget, written) + ("" if written else today)
     try:
         done = build_in_rounds(ctx, prompt_for, ctx.settings.builder_rounds, must_act=must_act,
-                               test_first=_goal_test_path(ctx) if must_act else "")
+                               test_first=_goal_test_path(ctx) if must_act else "", targets=files_to_change(ctx))
     except InvalidModelResponse as exc:
         kept = _kept_as_is(ctx, exc)
         if kept is None:

@@ -20,11 +20,12 @@ from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
-from agent.models.base import ModelRequest
+from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
 from agent.roles.failing_tests import Reader, failing_test_code, frames
 from agent.roles.prompting import read_project_text
+from agent.roles.round_files import RoundFiles
 from agent.roles.test_first import test_of_the_task
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
@@ -42,6 +43,9 @@ _ALONE_RULES = ("Answer with the function you change, alone and whole: the file'
                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                 "Say nothing else.")
 _ECHOED = "it left every file exactly as it was"
+_TESTS_FIRST = ("it began to give back a file of the project's tests, which must stay as they are, with no file of "
+                "code before it: give only the files of code you change")
+_NO_FORM = "it had no file in the form asked for (the path on its own line, then the whole file in a fenced block)"
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
@@ -77,49 +81,6 @@ def _prose(reply: str) -> str:
                                                   and lines[i + 1].lstrip().startswith(("```", "~~~"))):
             words.append(line.strip())
     return " ".join(words)[:300]
-
-
-class _Files:
-    """The files this command changed: as they were before it, and the best state reached so far."""
-
-    def __init__(self, ctx: CommandContext) -> None:
-        self.ctx = ctx
-        self.before: dict[str, bytes | None] = {}
-        self.best: dict[str, bytes | None] = {}
-        self.start: dict[str, bytes | None] = {}  # what a fresh attempt starts from besides `before`: a test written first
-
-    def read(self, rel: str) -> bytes | None:
-        ws, policy = self.ctx.workspace, self.ctx.policy
-        return ws.read_bytes(rel, policy=policy) if ws.is_file(rel, policy=policy) else None
-
-    def write(self, writes: list[FileWrite]) -> None:
-        for w in writes:
-            if w.path not in self.before:
-                self.before[w.path] = self.read(w.path)
-                self.best.setdefault(w.path, self.before[w.path])
-            self.ctx.write(w.path, w.content)
-
-    def keep(self) -> None:
-        self.best = {rel: self.read(rel) for rel in self.before}
-
-    def roll_back(self, to: dict[str, bytes | None] | None = None) -> None:
-        """Put the best state back (or `to`); a file it did not have is removed and no longer an artifact."""
-        for rel, data in (self.best if to is None else to).items():
-            if self.read(rel) == data:
-                continue
-            if data is None:
-                self.ctx.workspace.remove(rel, policy=self.ctx.policy)
-                self.ctx.artifacts = [a for a in self.ctx.artifacts if a.path != rel]
-            else:
-                self.ctx.write(rel, data)
-
-    def changed(self) -> bool:
-        return any(self.read(rel) != data for rel, data in self.before.items())
-
-    def own_tests(self) -> list[str]:
-        """The test files this command created that are now in place."""
-        return sorted(rel for rel, data in self.before.items()
-                      if data is None and is_test_path(rel) and self.read(rel) is not None)
 
 
 def _raising(failures: str, paths: list[str]) -> str:
@@ -163,7 +124,7 @@ def _cut_off(reply: str, finish: str | None, listing: set[str]) -> str:
             "whole, once, and write each piece of code once, without repeating lines")
 
 
-def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
+def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
             failures: str = "", finish: str | None = None) -> tuple[list[FileWrite], str, bool]:
     """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
     whether the next round should ask for the function the task names alone). `finish`: the reply's
@@ -173,11 +134,7 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
     found = files_in_reply(reply, listing, sources)
     cut = _cut_off(reply, finish, listing)
     if not found:
-        if finish == "stop_string":
-            return [], ("it began to give back a file of the project's tests, which must stay as they are, with no "
-                        "file of code before it: give only the files of code you change"), False
-        return [], cut or ("it had no file in the form asked for (the path on its own line, then the whole file in a "
-                           "fenced block)"), False
+        return [], _TESTS_FIRST if finish == "stop_string" else cut or _NO_FORM, False
     writes: list[FileWrite] = []
     refused: list[str] = []
     echoed: list[str] = []
@@ -209,6 +166,18 @@ def _usable(ctx: CommandContext, reply: str, files: _Files, must_act: bool,
     if not writes:
         return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
+
+
+def _holds_code(reply: str) -> bool:
+    """Whether a fenced block of the reply has two lines or more: one line is no file (most often a
+    path the model put in the block)."""
+    inside, lines = False, 0
+    for line in reply.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            inside = not inside
+        elif inside and line.strip():
+            lines += 1
+    return lines >= 2
 
 
 def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
@@ -261,7 +230,7 @@ def _answer_by(ctx: CommandContext, test_s: float) -> float | None:
     return ctx.deadline - reserve
 
 
-def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
+def _stops(ctx: CommandContext, files: RoundFiles) -> tuple[str, ...]:
     """Where a reply ends: a project test file begun, first or after a closed block. It would be
     refused (the project's tests stay as they are), and writing it back costs a small model minutes,
     most often all of its round: one that began with it gave no change after it."""
@@ -269,30 +238,48 @@ def _stops(ctx: CommandContext, files: _Files) -> tuple[str, ...]:
     return tuple(f"{line}\n```" for p in tests for line in path_lines(p))
 
 
+def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str]) -> str:
+    """The start of the next reply, written for the model ("" for none): after a reply that gave no file
+    of code, the first file to change's path and opening fence. Shown the same prompt again, a small
+    model most often begins the same way (with the tests it was shown first, or an empty block)."""
+    if not (last and last.get("why") in (_TESTS_FIRST, _NO_FORM) and targets and enabled(ctx, "begin_with_file")):
+        return ""
+    model = ctx.require_model()
+    caps = capabilities_of(model)
+    return f"{targets[0]}\n```\n" if caps is not None and caps.prefill else ""
+
+
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
-         stop: tuple[str, ...] = ()) -> tuple[str, str | None]:
-    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages], task_type="planning",
-                           role="builder", deadline=ctx.deadline, temperature=temperature,
+         stop: tuple[str, ...] = (), begun: str = "") -> tuple[str, str | None]:
+    prefill = [{"role": "assistant", "content": begun}] if begun else []
+    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages, *prefill],
+                           task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
+    text = reply.text
+    if begun:
+        applied(ctx, "begin_with_file", path=begun.split("\n", 1)[0])
+        # A server that answered anew (its prefill switched off) gave the path line itself.
+        text = text if text.lstrip().startswith(begun.split("\n", 1)[0]) else begun + text
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
-        applied(ctx, "stop_at_test_file", chars=len(reply.text))
-        unclosed = open_file(reply.text, set()) is not None  # (a stop string that took the closing fence too)
-        return reply.text + ("\n```\n" if unclosed else ""), "stop_string"
+        applied(ctx, "stop_at_test_file", chars=len(text))
+        unclosed = open_file(text, set()) is not None  # (a stop string that took the closing fence too)
+        return text + ("\n```\n" if unclosed else ""), "stop_string"
     if reply.finish_reason == "time":
         ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
-                        "files it gave whole are used", chars=len(reply.text))
-        applied(ctx, "keep_cut_reply", chars=len(reply.text))
-    return reply.text, reply.finish_reason
+                        "files it gave whole are used", chars=len(text))
+        applied(ctx, "keep_cut_reply", chars=len(text))
+    return text, reply.finish_reason
 
 
-def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: _Files, temperature: float,
-               must_act: bool, test_s: float = 0.0, failures: str = "") -> tuple[dict[str, Any], str, str]:
+def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: RoundFiles, temperature: float,
+               must_act: bool, test_s: float = 0.0, failures: str = "", begun: str = ""
+               ) -> tuple[dict[str, Any], str, str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
     the next round may continue, or "")."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
-        reply, finish = _ask(ctx, messages, temperature, test_s, stops)
+        reply, finish = _ask(ctx, messages, temperature, test_s, stops, begun)
     except ShuttingDown:
         raise
     except AgentError as exc:
@@ -302,16 +289,16 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
     writes, why, alone = _usable(ctx, reply, files, must_act, failures, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
-        # A reply cut off (a loop, the length limit, the round's time) is no turn to continue: as its
-        # own, a small model writes the same loop again.
-        kept = "" if finish in ("repetition", "length", "time") else reply
+        # A reply cut off (a loop, the length limit, the round's time) or with no code in it is no turn
+        # to continue: as its own, a small model writes the same loop or the same empty block again.
+        kept = "" if finish in ("repetition", "length", "time") or not _holds_code(reply) else reply
         return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", kept
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
         _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
 
 
-def _take_out_own_tests(ctx: CommandContext, files: _Files, best: dict[str, Any]
+def _take_out_own_tests(ctx: CommandContext, files: RoundFiles, best: dict[str, Any]
                         ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """When the best state still fails and this command created test files: the answer loop's ledger
     decides, as for the other forms (`test_ledger.py`): they are taken out if the project's own tests
@@ -327,7 +314,7 @@ def _take_out_own_tests(ctx: CommandContext, files: _Files, best: dict[str, Any]
     return tests, taken_out
 
 
-def _settle(ctx: CommandContext, files: _Files, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _settle(ctx: CommandContext, files: RoundFiles, best: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """When the best state still fails: the code as it was, if its tests do better (True: withdrawn)."""
     if best.get("status") != "fail" or not files.changed() or not enabled(ctx, "withdraw_worse_change"):
         return best, False
@@ -379,7 +366,7 @@ def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, s
             and not (last.get("fresh") and last["outcome"] != "kept") and enabled(ctx, "feedback_in_conversation"))
 
 
-def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list[dict[str, Any]],
+def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: list[dict[str, Any]],
                   best: dict[str, Any], fresh: bool, exchange: tuple[str, str] | None
                   ) -> tuple[list[dict[str, str]], str]:
     """The next round's messages, and the prompt that shows the files as they now are (the exchange
@@ -413,13 +400,14 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: _Files, log: list
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
-                    test_first: str = "") -> RoundsResult:
+                    test_first: str = "", targets: list[str] | None = None) -> RoundsResult:
     """Up to `rounds` rounds; `prompt_for(budget, written)` is the builder's prompt with the files it wrote.
+    `targets`: the files to change the prompt shows, in its order (a reply may be begun with the first).
 
     `must_act`: a change that leaves the code's behaviour as it was is no change (an `implement`
     whose goal is not about prose). `test_first`: where a test of the task goes if one is first asked for.
     The goal's own examples guide the first prompt only: the tests decide when the rounds end."""
-    files = _Files(ctx)
+    files = RoundFiles(ctx)
     written_first = test_of_the_task(ctx, test_first, lambda: prompt_for(PromptBuilder(ctx.settings.budget), []),
                                      lambda messages: _ask(ctx, messages, 0.0, 0.0)[0])
     files.write(written_first)
@@ -445,7 +433,9 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
         failing = str(best.get("failures") or best.get("output_tail") or "") if best.get("status") == "fail" else ""
-        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, failing)
+        begun = _begun(ctx, log[-1] if log else None, targets or [])
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, failing,
+                                         begun)
         exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
