@@ -387,6 +387,16 @@ def test_after_a_reply_that_began_with_the_tests_the_next_is_begun_with_the_file
     assert [r["path"] for r in fired] == ["calc.py"]
 
 
+def test_a_new_module_the_task_names_is_the_file_a_reply_is_begun_with(tmp_path: Path) -> None:
+    ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"),
+                                         "def mean(xs):\n    return sum(xs) / len(xs)\n```\n"])
+    ctx.cmd.inputs["goal"] = "Create a new module stats.py with mean(values): mean([1, 2]) == 1.5."
+    ctx.settings = dataclasses.replace(ctx.settings, builder_rounds=2)
+    builder.handle(ctx)
+    assert model.requests[1].messages[-1] == {"role": "assistant", "content": "stats.py\n```\n"}
+    assert (tmp_path / "stats.py").read_text() == "def mean(xs):\n    return sum(xs) / len(xs)\n"
+
+
 def test_a_reply_begun_for_the_model_is_not_begun_on_a_server_that_answers_anew(tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, ["```\ncalc.py\n```", RIGHT], model_cls=FakeModel)
     out = builder.handle(ctx)

@@ -63,7 +63,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("begin_with_file", "agent/roles/builder_rounds.py",
              "after a builder reply that gave no file of code (it began with a project test, or had no file in "
              "the form asked for), the next reply is begun for the model with the path and opening fence of the "
-             "first file to change, on a server that continues a trailing assistant message (llama.cpp)"),
+             "first file to change or create, on a server that continues a trailing assistant message (llama.cpp)"),
     Strategy("fresh_attempt", "agent/roles/builder_rounds.py",
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "

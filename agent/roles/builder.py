@@ -99,8 +99,10 @@ def _must_see(ctx: CommandContext, listing: list[str], spec: str | None) -> list
 
 
 def files_to_change(ctx: CommandContext) -> list[str]:
-    """The files the builder's prompt shows under "Files to change", in its order."""
-    return [p for p in _must_see(ctx, project_files(ctx.workspace, 200), find_spec(ctx)) if not is_test_path(p)]
+    """The files the builder's prompt names to change or create, in its order (tests left out)."""
+    listing = project_files(ctx.workspace, 200)
+    named = [*_must_see(ctx, listing, find_spec(ctx)), *new_paths_named(list(strings_in(ctx.cmd.inputs)), listing)]
+    return [p for p in named if not is_test_path(p)]
 
 
 def builder_prompt(ctx: CommandContext, budget: PromptBuilder, also: list[str] | None = None) -> str:
