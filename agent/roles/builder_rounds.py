@@ -20,6 +20,7 @@ from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
+from agent.fences import blocks
 from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
@@ -171,13 +172,7 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
 def _holds_code(reply: str) -> bool:
     """Whether a fenced block of the reply has two lines or more: one line is no file (most often a
     path the model put in the block)."""
-    inside, lines = False, 0
-    for line in reply.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            inside = not inside
-        elif inside and line.strip():
-            lines += 1
-    return lines >= 2
+    return any(sum(1 for line in b.body.splitlines() if line.strip()) >= 2 for b in blocks(reply, open_last=True))
 
 
 def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
@@ -239,28 +234,30 @@ def _stops(ctx: CommandContext, files: RoundFiles) -> tuple[str, ...]:
 
 
 def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str]) -> str:
-    """The start of the next reply, written for the model ("" for none): after a reply that gave no file
-    of code, the first file to change's path and opening fence. Shown the same prompt again, a small
-    model most often begins the same way (with the tests it was shown first, or an empty block)."""
+    """The file the next reply is begun with for the model ("" for none): after a reply that gave no file
+    of code, the first file to change. Shown the same prompt again, a small model most often begins the
+    same way (with the tests it was shown first, or an empty block)."""
     if not (last and last.get("why") in (_TESTS_FIRST, _NO_FORM) and targets and enabled(ctx, "begin_with_file")):
         return ""
-    model = ctx.require_model()
-    caps = capabilities_of(model)
-    return f"{targets[0]}\n```\n" if caps is not None and caps.prefill else ""
+    caps = capabilities_of(ctx.require_model())
+    return targets[0] if caps is not None and caps.prefill else ""
 
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
          stop: tuple[str, ...] = (), begun: str = "") -> tuple[str, str | None]:
-    prefill = [{"role": "assistant", "content": begun}] if begun else []
-    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages, *prefill],
+    """The reply's text and finish reason; `begun`: a file whose path line and opening fence begin the
+    reply as the model's turn, for it to continue."""
+    start = f"{begun}\n```\n" if begun else ""
+    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages,
+                                     *([{"role": "assistant", "content": start}] if start else [])],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
     text = reply.text
-    if begun:
-        applied(ctx, "begin_with_file", path=begun.split("\n", 1)[0])
-        # A server that answered anew (its prefill switched off) gave the path line itself.
-        text = text if text.lstrip().startswith(begun.split("\n", 1)[0]) else begun + text
+    if start:
+        applied(ctx, "begin_with_file", path=begun)
+        # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.
+        text = text if text.lstrip().startswith(begun) else start + text
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
         applied(ctx, "stop_at_test_file", chars=len(text))
         unclosed = open_file(text, set()) is not None  # (a stop string that took the closing fence too)
