@@ -387,6 +387,15 @@ def test_after_a_reply_that_began_with_the_tests_the_next_is_begun_with_the_file
     assert [r["path"] for r in fired] == ["calc.py"]
 
 
+def test_a_begun_reply_that_comes_back_whole_is_not_begun_twice(tmp_path: Path) -> None:
+    # llama.cpp's plain (unstreamed) reply holds the begun text too; a server that answers anew gives it itself.
+    ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"),
+                                         "calc.py\n```\n" + RIGHT.split("```python\n", 1)[1]])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert (tmp_path / "calc.py").read_text().startswith("def add(a, b):")
+
+
 def test_a_new_module_the_task_names_is_the_file_a_reply_is_begun_with(tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"),
                                          "def mean(xs):\n    return sum(xs) / len(xs)\n```\n"])
