@@ -155,6 +155,34 @@ def test_a_cut_off_answer_that_repeats_itself_gets_a_lower_max_tokens(tmp_path: 
     assert looping(ramble.text) and not looping(Path(__file__).read_text()[:8000])
 
 
+def test_an_answer_that_looped_is_not_shown_back_but_the_question_asked_afresh(tmp_path: Path) -> None:
+    # The 1.5B's spec answer: a Changelog of the same three lines until cut off; shown that answer
+    # at temperature 0, it wrote it again, to the same place.
+    ramble = ModelReply(text='{"status": "updated", "summary": "x", "section_edits": [{"section": "Changelog", '
+                             '"content": "' + "- Added the `insert` method.\\n" * 120)
+    ramble.finish_reason = "repetition"  # type: ignore[attr-defined]
+    model = FakeModel([ramble, APPROVED])
+    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json"))
+    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
+    second = model.requests[1].messages
+    assert [m["role"] for m in second] == ["system", "user"]
+    assert "Added the `insert` method" not in json.dumps(second)
+    assert second[1]["content"].startswith("review it") and "repeated itself until it was cut off" in second[1]["content"]
+    audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    assert '"name":"restart_after_loop"' in audit
+
+
+def test_with_restart_after_loop_off_the_looped_answer_is_shown_back(tmp_path: Path) -> None:
+    ramble = ModelReply(text='{"summary": "' + "- Added the `insert` method.\\n" * 120)
+    ramble.finish_reason = "repetition"  # type: ignore[attr-defined]
+    model = FakeModel([ramble, APPROVED])
+    ctx = make_context(tmp_path, "review", model,
+                       settings=RoleSettings(answers="json", disabled_repairs=frozenset({"restart_after_loop"})))
+    obtain_answer(ctx, REVIEW, "review it")
+    assert [m["role"] for m in model.requests[1].messages][-2:] == ["assistant", "user"]
+    assert "Added the `insert` method" in model.requests[1].messages[-2]["content"]
+
+
 def test_a_long_cut_off_answer_that_does_not_repeat_keeps_its_max_tokens(tmp_path: Path) -> None:
     text = Path(__file__).read_text()[:6000]  # real code: cut off, but not a loop
     cut = ModelReply(text='{"summary": ' + json.dumps(text))

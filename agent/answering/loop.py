@@ -352,6 +352,12 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
         note = loop.narrow("the answer's frame was wrong", text)
         loop.start_over(message + (f"\n{note}" if note else ""))
         return _ASK
+    if looped and enabled(ctx, "restart_after_loop"):
+        # Shown its own loop, a model at temperature 0 copies it and loops again at the same
+        # place: it is asked the question afresh, told that its answer looped.
+        applied(ctx, "restart_after_loop", attempt=attempt)
+        loop.start_over(message)
+        return _ASK
     note = loop.narrow("the same error came twice", text) if repeated or same_error else None
     if note:
         loop.start_over(message + "\n" + note)

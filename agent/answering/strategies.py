@@ -44,6 +44,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "can do without"),
     Strategy("cut_plan_at_loop", "agent/answering/loop.py",
              "a grammar-held plan that began to repeat itself is cut there and the model is asked for the rest"),
+    Strategy("restart_after_loop", "agent/answering/loop.py",
+             "an answer that repeated itself until it was cut off is not shown back: the question is asked "
+             "afresh with a note that the answer looped (shown its loop, a model copies it)"),
     Strategy("ban_unknown_name", "agent/answering/loop.py",
              "a grammar-held plan that used an undefined global is held to a grammar without that name"),
     Strategy("close_swallowed_string", "agent/answering/interpret.py",
