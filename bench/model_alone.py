@@ -38,12 +38,39 @@ def project_files(ws: Path) -> dict[str, str]:
     return files
 
 
+class TimedOut(Exception):
+    """The call ran past its time; `usage` is what it spent as far as it came."""
+
+    def __init__(self, usage: dict[str, int]) -> None:
+        super().__init__("timed out")
+        self.usage = usage
+
+
 def chat(base_url: str, model: str, messages: list[dict[str, str]], timeout: float) -> dict[str, Any]:
-    body = json.dumps({"model": model, "messages": messages, "temperature": 0, "max_tokens": 2048}).encode()
+    """One streamed call, so that a call that runs past `timeout` still counts the tokens it spent (its
+    chunks, and the prompt at four characters a token: the agent's own rule where a server reports none)."""
+    body = json.dumps({"model": model, "messages": messages, "temperature": 0, "max_tokens": 2048, "stream": True,
+                       "stream_options": {"include_usage": True}}).encode()
     req = urllib.request.Request(base_url + "/chat/completions", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the bench's own loopback server)
-        reply: dict[str, Any] = json.loads(resp.read())
-        return reply
+    deadline = time.monotonic() + timeout
+    text, chunks, usage = [], 0, None
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (the bench's own loopback server)
+            for line in resp:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                    continue
+                event = json.loads(line[6:])
+                usage = event.get("usage") or usage
+                for choice in event.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        text.append(piece)
+                        chunks += 1
+    except TimeoutError:
+        raise TimedOut({"prompt_tokens": len(json.dumps(messages)) // 4, "completion_tokens": chunks}) from None
+    return {"choices": [{"message": {"content": "".join(text)}}], "usage": usage or {}}
 
 
 def run_tests(command: str, ws: Path) -> tuple[bool, str]:
@@ -66,6 +93,12 @@ def solve(goal: str, test_command: str, ws: Path, base_url: str, model: str, *, 
     for round_no in range(1, tries + 1):
         try:
             reply = chat(base_url, model, messages, max(10.0, timeout - (time.monotonic() - started)))
+        except TimedOut as exc:
+            out["errors"].append(str(exc))
+            out["calls"] += 1
+            out["tokens_in"] += exc.usage["prompt_tokens"]
+            out["tokens_out"] += exc.usage["completion_tokens"]
+            break
         except (OSError, ValueError) as exc:
             out["errors"].append(str(exc)[:200])
             break
