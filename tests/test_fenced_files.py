@@ -27,6 +27,13 @@ def test_a_first_comment_line_names_the_file_and_is_not_part_of_it() -> None:
     assert (f.path, f.content) == ("stats.py", "def mean(xs):\n    return 0\n")
 
 
+def test_a_comment_path_in_a_fence_of_its_own_wrapping_the_files_own_fence() -> None:
+    # the 1.5B on two tasks: the outer fence opens, the path as a comment, then the file's own fence
+    reply = "```\n# File: leap.py\n```python\ndef leap_year(y):\n    return y % 4 == 0\n```\n```\n"
+    [f] = files_in_reply(reply, KNOWN)
+    assert (f.path, f.content, f.how) == ("leap.py", "def leap_year(y):\n    return y % 4 == 0\n", "comment")
+
+
 def test_a_block_without_a_path_goes_to_the_file_whose_definitions_it_shares() -> None:
     sources = {"leap.py": "def leap_year(year):\n    pass\n", "other.py": "def other():\n    pass\n"}
     [f] = files_in_reply("Sure:\n\n```python\ndef leap_year(year):\n    return True\n```\n", KNOWN, sources)

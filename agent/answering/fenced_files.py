@@ -143,6 +143,10 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
             continue
         if how == "comment":
             body = body.split("\n", 1)[1] if "\n" in body else ""
+            if _OPENING.match(body.split("\n", 1)[0]):
+                # the path as a comment in a fence of its own, then the file's own opening fence
+                # inside it (no code begins with a fence line)
+                body = body.split("\n", 1)[1] if "\n" in body else ""
         out.pop(path, None)
         out[path] = FencedFile(path, body, how)
     return list(out.values())
