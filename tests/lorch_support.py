@@ -1,4 +1,4 @@
-"""The lorch bench harness (bench/lorch_harness.py) for tests: loaded by path, once (bench/ is no package)."""
+"""The lorch bench harness (bench/lorch_harness.py) and other bench scripts for tests: loaded by path, once."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load() -> Any:
-    name = "luallm_lorch_harness"
+def load_bench(file: str) -> Any:
+    """A script of bench/ as a module, loaded by path once (bench/ is no package)."""
+    name = "luallm_bench_" + file.removesuffix(".py")
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "lorch_harness.py")
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / file)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -21,4 +22,4 @@ def _load() -> Any:
     return sys.modules[name]
 
 
-harness = _load()
+harness = load_bench("lorch_harness.py")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lorch_support import harness
+from lorch_support import harness, load_bench
 
 TASKS = harness.load_tasks()
 
@@ -116,13 +116,7 @@ def test_the_named_repairs_that_fired_are_counted_from_the_audit(tmp_path: Path)
 
 
 def _replay_module() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("luallm_replay_first_round", harness.ROOT / "bench" / "replay_first_round.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("replay_first_round.py")
 
 
 def test_first_replies_of_a_recording_are_read_again_and_judged(tmp_path: Path, capsys: Any) -> None:

@@ -4,22 +4,17 @@ past its time included (the agent counts its own cut calls the same way)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fake_openai import FakeOpenAI, Stream
+from lorch_support import load_bench
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fake_openai import FakeOpenAI, Stream
 
 
 def _alone() -> Any:
-    spec = importlib.util.spec_from_file_location("luallm_model_alone", ROOT / "bench" / "model_alone.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("model_alone.py")
 
 
 def _project(tmp_path: Path) -> Path:
