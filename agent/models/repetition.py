@@ -28,8 +28,8 @@ reply is still writing, repetition alone says nothing about whether the file wil
 whose copies all sit inside an open file body (a fenced block, or a Lua long string `[==[ … ]==]`)
 is let run until its copies fill half the reply's token budget (about `CHARS_PER_TOKEN` characters
 a token). A file that repeats that much that close to the limit would be cut off anyway. Copies
-with words in them (code: `.replace("x", "")` over and over, an `if` per count) are let run only
-`FILE_LOOP_CHARS`: no hand-written module repeats a block of code that long, and on one CPU thread
+with words or a call in them (code: `.replace(":", "")` over and over, an `if` per count) are let
+run only `FILE_LOOP_CHARS`: no hand-written module repeats a block of code that long, and on one CPU thread
 a small model writes a few tokens a second, so a loop let run to half its budget spends most of
 the command's deadline. Repetition in the reply's own words is stopped as soon as it is seen. The watch reads each new piece of the
 stream once and looks at a bounded window of its end, spacing its looks as the window fills, so a
@@ -62,7 +62,8 @@ WINDOW = 32 * 1024      # the end of the text a look reads: enough for any loop 
 _LOOKS_PER_WINDOW = 8   # a full window is looked at every WINDOW / 8 characters: linear in the reply
 CHARS_PER_TOKEN = 4     # for the budget a loop inside a file may fill (a low guess stops loops sooner)
 ECHO_CHARS = 400        # the reply's end found this long in the system message: it recites the instructions
-FILE_LOOP_CHARS = 1600  # copies of a block of code inside a file: about 400 tokens, minutes on one thread
+FILE_LOOP_CHARS = 1000  # copies of a block of code inside a file: about 250 tokens, minutes on one thread
+_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")  # a name called: code, however few letters the copy holds
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,12 @@ def repeating_tail(text: str) -> Loop | None:
 
 def _letters(text: str) -> int:
     return sum(c.isalpha() for c in text)
+
+
+def _is_code(block: str) -> bool:
+    """Whether a repeated block is code rather than data: it has words, or calls a name (the block
+    twice over holds every rotation's call whole)."""
+    return _letters(block) >= _COUNTED_LETTERS or _CALL.search(block + block) is not None
 
 
 def _fold_digits(text: str) -> str:
@@ -246,8 +253,8 @@ class RepetitionWatch:
             if self._body_loop_chars is None:
                 return
             block = text[loop.start - offset:loop.first_copy_end - offset]
-            allowed = (self._body_loop_chars if _letters(block) < _COUNTED_LETTERS
-                       else min(self._body_loop_chars, FILE_LOOP_CHARS))
+            allowed = (min(self._body_loop_chars, FILE_LOOP_CHARS) if _is_code(block)
+                       else self._body_loop_chars)
             if self.chars - self._file_loop_from >= allowed:
                 self.loop = loop
             return

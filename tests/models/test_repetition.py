@@ -121,10 +121,12 @@ def test_loops_of_code_on_one_line_or_counting_inside_a_fenced_file_are_stopped_
     counting = 'bowling.py\n```python\nclass Game:\n    def roll(self, pins):\n' + ''.join(
         f'        if self.frame == 10 and self.roll_count == {i}:\n            raise ValueError("invalid fill balls")\n'
         for i in range(2, 200))
-    for text in (chain, counting):
+    one_call = chain[:chain.index(".replace")] + '.replace(":", "")' * 600   # 7 letters a copy, but a call
+    for text in (chain, counting, one_call):
         watch = RepetitionWatch(max_tokens=3072)
         stopped_at = _fed(watch, text)
         assert watch.loop is not None and stopped_at < 3500, (stopped_at, text[:40])
+    assert stopped_at < len(chain[:chain.index(".replace")]) + FILE_LOOP_CHARS + 600
 
 
 def test_rows_of_bare_numbers_inside_a_file_may_fill_half_the_budget() -> None:
