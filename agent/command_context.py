@@ -33,7 +33,7 @@ class RoleSettings:
     budget: PromptBudget = field(default_factory=PromptBudget)
     max_repairs: int = 2
     max_tool_rounds: int = 3
-    answers: str = "auto"  # --answers: auto | plan | grammar | json (agent.answering.answer_form)
+    answers: str = "auto"  # --answers: auto | text | lua | plan | grammar | json (agent.answering.answer_form)
     max_tokens: int | None = None  # None: each role's default (agent.models.limits.default_max_tokens)
     plan_limits: Any = None  # agent.plans.PlanLimits, imported lazily
     max_review_rounds: int = 4  # review rounds on one task before the agent ends lorch's loop

@@ -570,3 +570,19 @@ def test_no_test_of_the_task_is_asked_for_where_the_tests_fail_or_the_strategy_i
     off, off_model = _green_ctx(tmp_path / "off", [_calc("a - b")], off=frozenset({"write_goal_tests"}))
     out = builder.handle(off)
     assert len(off_model.requests) == 1 and out.payload["files"] == ["calc.py"]
+
+
+def test_files_asked_for_as_lua_long_strings_go_through_the_same_rounds(tmp_path: Path) -> None:
+    half = 'tools.write("calc.py", [==[\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n]==])\n'
+    right = half.replace("return a + b\n]==]", "return a * b\n]==]")
+    ctx, model = _ctx(tmp_path, [half, right])
+    ctx.settings = dataclasses.replace(ctx.settings, answers="lua")
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert out.payload["answer_form"] == "lua"
+    assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+    system = model.requests[0].messages[0]["content"]
+    assert 'tools.write("calc.py", [==[' in system and "fenced code block" not in system
+    assert model.requests[1].messages[2] == {"role": "assistant", "content": half}  # its own turn, as in fenced text
+    # a project test begun as a write is stopped there, as a fenced one is
+    assert 'tools.write("test_calc.py"' in model.requests[0].stop

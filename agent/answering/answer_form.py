@@ -28,10 +28,10 @@ from typing import Any
 from agent.models.base import ModelClient
 from agent.resources import schema_dir
 
-__all__ = ["AnswerForm", "FORMS", "choose_form", "builder_writes_text", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
+__all__ = ["AnswerForm", "FORMS", "choose_form", "builder_writes_text", "builder_text_form", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
            "json_form"]
 
-FORMS = ("text", "plan", "json", "grammar")
+FORMS = ("text", "lua", "plan", "json", "grammar")
 _ANSWERS_LINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?\s*answers\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*`?(\w+)", re.I | re.M)
 _WRAPPED = ("client", "inner")  # attribute names of the model layer's wrappers (UsageTracker, Audited…)
 _lock = threading.Lock()
@@ -216,8 +216,16 @@ def builder_writes_text(setting: str, client: ModelClient | None) -> bool:
     (so Aider found on frontier models; docs/real-model.md has ours). `--answers plan|grammar|json`,
     or a provider's or note's pinned form, keeps the answer loop's forms instead."""
     if setting != "auto":
-        return setting == "text"
-    return model_hints(client, "builder", "planning").answers in (None, "text")
+        return setting in ("text", "lua")
+    return model_hints(client, "builder", "planning").answers in (None, "text", "lua")
+
+
+def builder_text_form(setting: str, client: ModelClient | None) -> str:
+    """The text form of the builder's rounds: "lua" (files as Lua long strings) where `--answers lua`,
+    a provider or a note asks for it, else "fenced" (`agent/answering/file_forms.py`)."""
+    if setting != "auto":
+        return "lua" if setting == "lua" else "fenced"
+    return "lua" if model_hints(client, "builder", "planning").answers == "lua" else "fenced"
 
 
 def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str,

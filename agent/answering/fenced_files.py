@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from agent.fences import file_blocks
 
-__all__ = ["FencedFile", "files_in_reply", "open_file", "path_lines", "FORMAT_RULES"]
+__all__ = ["FencedFile", "files_in_reply", "open_file", "path_lines", "prose_of", "FORMAT_RULES"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
                 "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
@@ -167,3 +167,16 @@ def open_file(reply: str, known: set[str]) -> str | None:
     if _PATH.search(opening.group(1)):
         return _path_in(opening.group(1), known) or ""
     return _line_path(tail[:opening.start()], known) or ""
+
+
+def prose_of(reply: str) -> str:
+    """The reply's words outside its code blocks and their path lines, as a one-line summary."""
+    words, fenced = [], False
+    lines = reply.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.strip() and not (i + 1 < len(lines)
+                                                  and lines[i + 1].lstrip().startswith(("```", "~~~"))):
+            words.append(line.strip())
+    return " ".join(words)[:300]

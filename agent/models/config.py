@@ -153,7 +153,7 @@ class OpenAIProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local", "cloud"] | None = None
     notes: str | None = None
-    answers: Literal["auto", "text", "plan", "json", "grammar"] = "auto"
+    answers: Literal["auto", "text", "lua", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod
@@ -202,7 +202,7 @@ class LuallmProvider(_Strict):
     supports_json_schema: bool = True
     locality: Literal["local"] = "local"
     notes: str | None = None
-    answers: Literal["auto", "text", "plan", "json", "grammar"] = "auto"
+    answers: Literal["auto", "text", "lua", "plan", "json", "grammar"] = "auto"
 
     @model_validator(mode="before")
     @classmethod

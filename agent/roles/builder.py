@@ -355,7 +355,7 @@ def _handle_in_rounds(ctx: CommandContext) -> Outcome:
         return kept
     payload: dict[str, Any] = {"summary": done.summary or "Changed " + ", ".join(a.path for a in ctx.artifacts),
                                "tests": done.tests, "files": [a.path for a in ctx.artifacts], "answer_via": "text",
-                               "answer_form": "fenced", "rounds": done.rounds, "round_log": done.log}
+                               "answer_form": done.form, "rounds": done.rounds, "round_log": done.log}
     if done.tests_taken_out:
         payload["tests_taken_out"] = done.tests_taken_out
     if done.withdrawn:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.answering.answer_form import builder_text_form
 from agent.answering.answer_spec import strings_in
-from agent.answering.fenced_files import FORMAT_RULES, files_in_reply, open_file, path_lines
+from agent.answering.file_forms import FileForm, file_form
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
-from agent.fences import blocks
 from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
@@ -31,26 +31,27 @@ from agent.roles.test_first import test_of_the_task
 from agent.roles.test_ledger import TestLedger
 from agent.roles.testrun import quoted_output, test_workspace
 
-__all__ = ["RoundsResult", "build_in_rounds", "SYSTEM"]
+__all__ = ["RoundsResult", "build_in_rounds", "system_message"]
 
-SYSTEM = ("You are an expert software developer. You change a project's code so that its task is done and its "
-          "tests pass. " + FORMAT_RULES)
 _TAIL = 2000
 _TEST_CODE = 1200  # characters of the failing tests' own code, under their output
 _TEST_CODE_HEAD = "The failing tests' code, up to the line that failed:"
-# After a reply that changed nothing, the one function the task names is asked for alone: a frame a
-# small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
-_ALONE_RULES = ("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
-                "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
-                "Say nothing else.")
 _ECHOED = "it left every file exactly as it was"
 _TESTS_FIRST = ("it began to give back a file of the project's tests, which must stay as they are, with no file of "
                 "code before it: give only the files of code you change")
-_NO_FORM = "it had no file in the form asked for (the path on its own line, then the whole file in a fenced block)"
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 _STUCK_ROUNDS = 4  # rounds running that moved no test forward after the last that did: the rounds end
+
+
+def system_message(form: FileForm) -> str:
+    return ("You are an expert software developer. You change a project's code so that its task is done and its "
+            "tests pass. " + form.rules)
+
+
+def _form(ctx: CommandContext) -> FileForm:
+    return file_form(builder_text_form(ctx.settings.answers, ctx.model))
 
 
 @dataclass
@@ -62,6 +63,7 @@ class RoundsResult:
     changed: bool = False  # whether the files now differ from the code as it was
     withdrawn: bool = False  # the tests did better on the code as it was, so it was put back
     tests_taken_out: dict[str, Any] | None = None  # tests it wrote that still failed: {files, output_tail}
+    form: str = "fenced"  # the text form the files were asked for in (file_forms.py)
 
 
 def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
@@ -69,19 +71,6 @@ def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
     if tests.get("status") == "pass":
         return (2, 0, 0)
     return (1 if "passed" in tests else 0, int(tests.get("passed") or 0), -int(tests.get("failed") or 0))
-
-
-def _prose(reply: str) -> str:
-    """The reply's words outside its code blocks and their path lines, as a one-line summary."""
-    words, fenced = [], False
-    lines = reply.splitlines()
-    for i, line in enumerate(lines):
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        elif not fenced and line.strip() and not (i + 1 < len(lines)
-                                                  and lines[i + 1].lstrip().startswith(("```", "~~~"))):
-            words.append(line.strip())
-    return " ".join(words)[:300]
 
 
 def _raising(failures: str, paths: list[str]) -> str:
@@ -111,13 +100,13 @@ def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tup
             "what the failing test passes to it and why it fails there, then change it"), True
 
 
-def _cut_off(reply: str, finish: str | None, listing: set[str]) -> str:
+def _cut_off(form: FileForm, reply: str, finish: str | None, listing: set[str]) -> str:
     """Why a reply that was cut before its last file's block closed gave that file to no one ("" if
     it was not cut so). A small model that loops inside a file is stopped there; told only that the
     reply had no usable file, it writes the same loop again."""
     if finish not in ("length", "repetition"):
         return ""
-    path = open_file(reply, listing)
+    path = form.open_file(reply, listing)
     if path is None:
         return ""
     how = "it repeated the same text over and over" if finish == "repetition" else "it reached the length limit"
@@ -132,10 +121,11 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     finish reason, to say so when it was cut inside a file."""
     listing = set(project_files(ctx.workspace, 500))
     sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
-    found = files_in_reply(reply, listing, sources)
-    cut = _cut_off(reply, finish, listing)
+    form = _form(ctx)
+    found = form.read(reply, listing, sources)
+    cut = _cut_off(form, reply, finish, listing)
     if not found:
-        return [], _TESTS_FIRST if finish == "stop_string" else cut or _NO_FORM, False
+        return [], _TESTS_FIRST if finish == "stop_string" else cut or form.no_form, False
     writes: list[FileWrite] = []
     refused: list[str] = []
     echoed: list[str] = []
@@ -167,12 +157,6 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     if not writes:
         return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
-
-
-def _holds_code(reply: str) -> bool:
-    """Whether a fenced block of the reply has two lines or more: one line is no file (most often a
-    path the model put in the block)."""
-    return any(sum(1 for line in b.body.splitlines() if line.strip()) >= 2 for b in blocks(reply, open_last=True))
 
 
 def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
@@ -230,14 +214,15 @@ def _stops(ctx: CommandContext, files: RoundFiles) -> tuple[str, ...]:
     refused (the project's tests stay as they are), and writing it back costs a small model minutes,
     most often all of its round: one that began with it gave no change after it."""
     tests = [p for p in project_files(ctx.workspace, 500) if is_test_path(p) and p not in files.before]
-    return tuple(f"{line}\n```" for p in tests for line in path_lines(p))
+    return tuple(start for p in tests for start in _form(ctx).starts(p))
 
 
 def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str]) -> str:
     """The file the next reply is begun with for the model ("" for none): after a reply that gave no file
     of code, the first file to change. Shown the same prompt again, a small model most often begins the
     same way (with the tests it was shown first, or an empty block)."""
-    if not (last and last.get("why") in (_TESTS_FIRST, _NO_FORM) and targets and enabled(ctx, "begin_with_file")):
+    if not (last and last.get("why") in (_TESTS_FIRST, _form(ctx).no_form) and targets
+            and enabled(ctx, "begin_with_file")):
         return ""
     caps = capabilities_of(ctx.require_model())
     return targets[0] if caps is not None and caps.prefill else ""
@@ -247,8 +232,9 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
          stop: tuple[str, ...] = (), begun: str = "") -> tuple[str, str | None]:
     """The reply's text and finish reason; `begun`: a file whose path line and opening fence begin the
     reply as the model's turn, for it to continue."""
-    start = f"{begun}\n```\n" if begun else ""
-    request = ModelRequest(messages=[{"role": "system", "content": SYSTEM}, *messages,
+    form = _form(ctx)
+    start = form.begin(begun) if begun else ""
+    request = ModelRequest(messages=[{"role": "system", "content": system_message(form)}, *messages,
                                      *([{"role": "assistant", "content": start}] if start else [])],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
@@ -257,11 +243,10 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
     if start:
         applied(ctx, "begin_with_file", path=begun)
         # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.
-        text = text if text.lstrip().startswith(begun) else start + text
+        text = text if text.lstrip().startswith(start.split("\n")[0]) else start + text
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
         applied(ctx, "stop_at_test_file", chars=len(text))
-        unclosed = open_file(text, set()) is not None  # (a stop string that took the closing fence too)
-        return text + ("\n```\n" if unclosed else ""), "stop_string"
+        return form.close(text), "stop_string"  # (a stop string that took the file's close too)
     if reply.finish_reason == "time":
         ctx.log("warn", "builder round: the reply was still being written when the round's time ran out; the "
                         "files it gave whole are used", chars=len(text))
@@ -288,11 +273,11 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
         # A reply cut off (a loop, the length limit, the round's time) or with no code in it is no turn
         # to continue: as its own, a small model writes the same loop or the same empty block again.
-        kept = "" if finish in ("repetition", "length", "time") or not _holds_code(reply) else reply
+        kept = "" if finish in ("repetition", "length", "time") or not _form(ctx).holds_code(reply) else reply
         return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", kept
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
-        _prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
+        _form(ctx).prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
 
 
 def _take_out_own_tests(ctx: CommandContext, files: RoundFiles, best: dict[str, Any]
@@ -377,7 +362,10 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: 
     written = [] if fresh else [p for p in files.before if p not in files.start]  # a test written first is a test
     user: str = prompt_for(PromptBuilder(ctx.settings.budget), written)
     own = files.own_tests()
-    rules = _ALONE_RULES if log and log[-1].get("alone") and not fresh else FORMAT_RULES
+    # After a reply that changed nothing, the one function the task names is asked for alone: a frame a
+    # small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
+    form = _form(ctx)
+    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else form.rules
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
         return [{"role": "user", "content": user + answer}], user + answer
@@ -406,7 +394,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     The goal's own examples guide the first prompt only: the tests decide when the rounds end."""
     files = RoundFiles(ctx)
     written_first = test_of_the_task(ctx, test_first, lambda: prompt_for(PromptBuilder(ctx.settings.budget), []),
-                                     lambda messages: _ask(ctx, messages, 0.0, 0.0)[0])
+                                     lambda messages: _ask(ctx, messages, 0.0, 0.0)[0], _form(ctx))
     files.write(written_first)
     files.start = {w.path: w.content.encode() for w in written_first}
     testing = bool(ctx.settings.test_command)
@@ -466,4 +454,4 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     best, taken_out = _take_out_own_tests(ctx, files, best)
     best, withdrawn = _settle(ctx, files, best)
     shown = [{k: v for k, v in e.items() if k not in ("tests", "improved")} for e in log]
-    return RoundsResult(best, len(log), summary, shown, files.changed(), withdrawn, taken_out)
+    return RoundsResult(best, len(log), summary, shown, files.changed(), withdrawn, taken_out, _form(ctx).name)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.answering.fenced_files import FencedFile, files_in_reply
+from agent.answering.fenced_files import FencedFile
+from agent.answering.file_forms import FENCED, FileForm
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, planned_writes
@@ -23,30 +24,32 @@ from agent.roles.testrun import test_workspace
 __all__ = ["test_of_the_task"]
 
 
-def _ask_for(path: str) -> str:
+def _ask_for(path: str, form: FileForm) -> str:
+    how = (f'tools.write("{path}", [==[ on a line, then the whole file, then ]==])' if form.name == "lua" else
+           "The file's path on a line of its own, then the whole file in a fenced code block")
     return (f"\n## Your answer\nWrite only a new test file, {path}: unittest tests of what the task asks, each "
             "example it gives and each rule it states, importing the code as the project's tests do (the code may not "
-            "exist yet: do not write it). The file's path on a line of its own, then the whole file in a fenced code "
-            "block. Say nothing else.\n")
+            f"exist yet: do not write it). {how}. Say nothing else.\n")
 
 
 def test_of_the_task(ctx: CommandContext, path: str, prompt: Callable[[], str],
-                     ask: Callable[[list[dict[str, str]]], str]) -> list[FileWrite]:
+                     ask: Callable[[list[dict[str, str]]], str], form: FileForm = FENCED) -> list[FileWrite]:
     """The test to put in place at `path` before the first round ([] where none is asked for or none
-    came). `prompt()`: the builder's first prompt; `ask(messages)`: the model's reply."""
+    came). `prompt()`: the builder's first prompt; `ask(messages)`: the model's reply; `form`: the
+    text form the rounds ask for files in."""
     if not (path and ctx.settings.test_command and enabled(ctx, "write_goal_tests")) \
             or test_workspace(ctx)["status"] != "pass":
         return []
     ctx.progress("asking the model for a test of the task", stage="implementing", progress=0.05)
     try:
-        reply = ask([{"role": "user", "content": prompt() + _ask_for(path)}])
+        reply = ask([{"role": "user", "content": prompt() + _ask_for(path, form)}])
     except ShuttingDown:
         raise
     except AgentError as exc:
         ctx.log("warn", "the test of the task was not written: the model call failed", code=exc.code)
         return []
     exists = ctx.workspace.is_file
-    found = [f for f in files_in_reply(reply, {path}) if is_test_path(f.path) and not exists(f.path, policy=ctx.policy)]
+    found = [f for f in form.read(reply, {path}, None) if is_test_path(f.path) and not exists(f.path, policy=ctx.policy)]
     blocks = [b for b in file_blocks(reply) if b.body.strip()]
     if not found and len(blocks) == 1:  # asked for one file by its path, a lone block without one is it
         found = [FencedFile(path, blocks[0].body, "asked")]
