@@ -1,0 +1,31 @@
+"""The heuristic-code count reads the code as it is: a gate added is counted, the parts add up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lorch_support import load_bench
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_count_adds_up_and_names_every_listed_module() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "bench/heuristic_lines.py"), "--json"], capture_output=True,
+                         text=True, check=True)
+    figures = json.loads(out.stdout)
+    assert figures["heuristic_lines"] == sum(figures["strategies"].values()) + sum(figures["modules"].values())
+    assert set(figures["modules"]) == set(load_bench("heuristic_lines.py").MODULES)
+    assert 0 < figures["heuristic_lines"] < figures["agent_code_lines"]
+
+
+def test_a_gate_counts_its_statement_and_a_function_that_exits_when_off_counts_whole(tmp_path: Path) -> None:
+    h = load_bench("heuristic_lines.py")
+    src = tmp_path / "m.py"
+    src.write_text('def f(ctx):\n    """Doc."""\n    if not enabled(ctx, "fresh_attempt"):\n        return 1\n'
+                   '    x = 2\n    return x\n\n\ndef g(ctx):\n    y = 1\n    if enabled(ctx, "stop_when_stuck"):\n'
+                   '        y = 2\n    return y\n')
+    lines = h.strategy_lines(src)
+    assert lines == {"fresh_attempt": set(range(1, 7)), "stop_when_stuck": {11, 12}}
