@@ -20,6 +20,7 @@ from agent.answering.fenced_files import (
     prose_of,
 )
 from agent.answering.lua_files import (
+    LUA_EXAMPLE,
     LUA_RULES,
     closed_lua,
     lua_files_in_reply,
@@ -44,6 +45,7 @@ class FileForm:
     starts: Callable[[str], tuple[str, ...]]   # how a reply begins writing `path` (stop strings)
     begin: Callable[[str], str]          # the text a reply is begun with for the model, writing `path`
     prose: Callable[[str], str]          # the reply's own words, as a one-line summary
+    example: str = ""                    # a worked example, for the system message only
 
     def holds_code(self, reply: str) -> bool:
         """Whether a file of the reply has two lines or more: one line is no file (most often a
@@ -75,7 +77,7 @@ LUA = FileForm(
              "]==]) on a line of its own)"),
     read=lua_files_in_reply, open_file=open_lua_file, close=closed_lua,
     starts=lambda path: (f'tools.write("{path}"', f"tools.write('{path}'"),
-    begin=write_opening, prose=lua_prose)
+    begin=write_opening, prose=lua_prose, example=LUA_EXAMPLE)
 
 
 def file_form(name: str) -> FileForm:

@@ -14,14 +14,15 @@ import re
 
 from agent.answering.fenced_files import FencedFile, files_in_reply, open_file, prose_of
 
-__all__ = ["LUA_RULES", "lua_files_in_reply", "open_lua_file", "closed_lua", "lua_prose", "write_opening"]
+__all__ = ["LUA_RULES", "LUA_EXAMPLE", "lua_files_in_reply", "open_lua_file", "closed_lua", "lua_prose", "write_opening"]
 
 LUA_RULES = ("Answer with Lua that writes every file you change or create, and no other: for each file, "
              "tools.write(\"path/to/file.py\", [==[ on a line of its own, then the whole new content of the file "
              "exactly as it is (no escaping: a long string takes any text), then ]==]) on a line of its own. Give "
              "each file complete, from its first line to its last: never leave parts out or write \"rest unchanged\". "
-             "Say nothing else. For example:\n"
-             "tools.write(\"calc.py\", [==[\ndef add(a, b):\n    return a + b\n]==])")
+             "Say nothing else.")
+# Shown once, in the system message: at the end of each prompt a small model may copy its path.
+LUA_EXAMPLE = "For example:\ntools.write(\"calc.py\", [==[\ndef add(a, b):\n    return a + b\n]==])"
 
 # `tools.write("path", [==[` (or `write(` alone, single quotes, any level of `=`)
 _WRITE = re.compile(r"""(?:\btools\s*\.\s*)?\bwrite\s*\(\s*(["'])([^"'\n]{1,300})\1\s*,\s*\[(=*)\[""")

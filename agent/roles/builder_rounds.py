@@ -47,7 +47,7 @@ _STUCK_ROUNDS = 4  # rounds running that moved no test forward after the last th
 
 def system_message(form: FileForm) -> str:
     return ("You are an expert software developer. You change a project's code so that its task is done and its "
-            "tests pass. " + form.rules)
+            "tests pass. " + form.rules + (f"\n{form.example}" if form.example else ""))
 
 
 def _form(ctx: CommandContext) -> FileForm:
