@@ -82,7 +82,7 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    help="review rounds on one task before the reviewer ends lorch's review loop")
     g.add_argument("--max-spec-rounds", type=int_in(1, 1000), default=4, metavar="N",
                    help="update_spec rounds on one task before the spec maintainer ends the loop")
-    g.add_argument("--builder-rounds", type=int_in(1, 20), default=8, metavar="N",
+    g.add_argument("--builder-rounds", type=int_in(1, 20), default=6, metavar="N",
                    help="builder, answers as text: rounds of write files, run the tests, read the failures "
                         "(the command's deadline ends them sooner)")
     g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",

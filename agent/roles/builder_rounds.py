@@ -42,7 +42,7 @@ _TESTS_FIRST = ("it began to give back a file of the project's tests, which must
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
-_STUCK_ROUNDS = 4  # rounds running that moved no test forward after the last that did: the rounds end
+_STUCK_ROUNDS = 3  # rounds running that moved no test forward after the last that did: the rounds end
 
 
 def system_message(form: FileForm) -> str:
