@@ -70,14 +70,13 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    metavar="N",
                    help="times an invalid answer is sent back to the model with the error")
     g.add_argument("--answers", choices=("auto", "text", "lua", "plan", "grammar", "json"), default="auto",
-                   help="auto: per model and server (the builder writes files as text in test-driven rounds; "
-                        "the other roles give the JSON answer with its schema as response_format; a "
-                        "grammar-constrained Lua plan where the provider's config or notes say answers: grammar); "
-                        "text: the builder's files as fenced text, whatever the notes say; lua: the builder's "
-                        "files as Lua long strings, tools.write(path, [==[...]==]), in the same rounds; "
-                        "plan: prefer Lua plans; grammar: Lua plans held to the plan grammar where the server "
-                        "takes a GBNF grammar (else free plans); json: the JSON answer with its schema as "
-                        "response_format")
+                   help="auto: per model and server (the builder writes files as text in test-driven rounds; the "
+                        "other roles give the JSON answer with its schema as response_format; a grammar-constrained "
+                        "Lua plan where the provider's config or notes say answers: grammar); text: the builder's "
+                        "files as fenced text, whatever the notes say; lua: the builder's files as Lua long strings, "
+                        "tools.write(path, [==[...]==]), in the same rounds; plan: prefer Lua plans; grammar: Lua "
+                        "plans held to the plan grammar where the server takes a GBNF grammar (else free plans); "
+                        "json: the JSON answer with its schema as response_format")
     g.add_argument("--max-review-rounds", type=int_in(1, 1000), default=4, metavar="N",
                    help="review rounds on one task before the reviewer ends lorch's review loop")
     g.add_argument("--max-spec-rounds", type=int_in(1, 1000), default=4, metavar="N",
