@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from agent.fences import file_blocks
 
-__all__ = ["FencedFile", "files_in_reply", "open_file", "path_lines", "prose_of", "FORMAT_RULES"]
+__all__ = ["FencedFile", "files_in_reply", "open_file", "closed_fenced", "path_lines", "prose_of", "FORMAT_RULES"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
                 "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
@@ -167,6 +167,11 @@ def open_file(reply: str, known: set[str]) -> str | None:
     if _PATH.search(opening.group(1)):
         return _path_in(opening.group(1), known) or ""
     return _line_path(tail[:opening.start()], known) or ""
+
+
+def closed_fenced(reply: str) -> str:
+    """`reply` with the block it left open closed (cut at a stop string that took the closing fence)."""
+    return reply + ("\n```\n" if open_file(reply, set()) is not None else "")
 
 
 def prose_of(reply: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from agent.answering.fenced_files import (
     FORMAT_RULES,
     FencedFile,
+    closed_fenced,
     files_in_reply,
     open_file,
     path_lines,
@@ -50,13 +51,11 @@ class FileForm:
     def holds_code(self, reply: str) -> bool:
         """Whether a file of the reply has two lines or more: one line is no file (most often a
         path the model put where the code goes)."""
-        return any(sum(1 for line in f.content.splitlines() if line.strip()) >= 2
-                   for f in self.read(reply, set(), None)) or any(
-            sum(1 for line in b.body.splitlines() if line.strip()) >= 2 for b in blocks(reply, open_last=True))
-
-
-def _fenced_close(reply: str) -> str:
-    return reply + ("\n```\n" if open_file(reply, set()) is not None else "")
+        def long(text: str) -> bool:
+            return sum(1 for line in text.splitlines() if line.strip()) >= 2
+        # the blocks first: for fenced text the files read are among them
+        return any(long(b.body) for b in blocks(reply, open_last=True)) \
+            or any(long(f.content) for f in self.read(reply, set(), None))
 
 
 FENCED = FileForm(
@@ -65,7 +64,7 @@ FENCED = FileForm(
                  "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
                  "Say nothing else."),
     no_form="it had no file in the form asked for (the path on its own line, then the whole file in a fenced block)",
-    read=files_in_reply, open_file=open_file, close=_fenced_close,
+    read=files_in_reply, open_file=open_file, close=closed_fenced,
     starts=lambda path: tuple(f"{line}\n```" for line in path_lines(path)),
     begin=lambda path: f"{path}\n```\n", prose=prose_of)
 

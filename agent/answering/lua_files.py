@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agent.answering.fenced_files import FencedFile, files_in_reply, open_file, prose_of
+from agent.answering.fenced_files import FencedFile, closed_fenced, files_in_reply, open_file, prose_of
 
 __all__ = ["LUA_RULES", "LUA_EXAMPLE", "lua_files_in_reply", "open_lua_file", "closed_lua", "lua_prose", "write_opening"]
 
@@ -74,7 +74,7 @@ def closed_lua(reply: str) -> str:
     found, left_open = _writes(reply)
     if left_open is not None:
         return reply + "\n]" + left_open.group(3) + "])\n"
-    return reply if found or open_file(reply, set()) is None else reply + "\n```\n"
+    return reply if found else closed_fenced(reply)
 
 
 def lua_prose(reply: str) -> str:
