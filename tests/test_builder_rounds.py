@@ -253,21 +253,18 @@ def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and
     assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]
 
 
-def test_a_file_given_back_while_a_test_errors_gets_the_function_the_error_is_raised_in_asked_for_alone(
-        tmp_path: Path) -> None:
+def test_a_file_given_back_while_a_test_errors_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
     erring = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a.times(b)\n"  # AttributeError
     first = f"calc.py\n```python\n{erring}```\n"
-    alone = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
-    ctx, model = _ctx(tmp_path, [first, first, alone], rounds=3)
+    ctx, model = _ctx(tmp_path, [first, first, RIGHT], rounds=3)
     ctx.cmd.inputs["goal"] = "Make the tests in test_calc.py pass."  # names no function
     out = builder.handle(ctx)
     third = model.requests[2].messages[-1]["content"]
-    assert "errors are raised in this code, as it is now:\ncalc.py\n```\ndef mul(a, b):\n    return a.times(b)" in third
-    assert "def add" not in third.split("as it is now:")[1]  # only the function the traceback ends in
-    assert "Answer with the function you change, alone" in third
-    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "unusable", "kept"]
-    assert out.payload["tests"]["status"] == "pass" and "return a + b" in (tmp_path / "calc.py").read_text()
-    assert "ask_failing_function_alone" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
+    assert "as it is now" not in third and "Answer with the function you change, alone" not in third
+    assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
+        ("kept", False), ("unusable", False), ("kept", True)]
+    assert out.payload["tests"]["status"] == "pass"
+    assert "fresh_attempt" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
 def test_a_function_asked_for_alone_and_given_back_unchanged_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
@@ -275,11 +272,12 @@ def test_a_function_asked_for_alone_and_given_back_unchanged_is_followed_by_a_fr
     first = f"calc.py\n```python\n{erring}```\n"
     same_alone = "calc.py\n```python\ndef mul(a, b):\n    return a.times(b)\n```\n"
     ctx, model = _ctx(tmp_path, [first, first, same_alone, RIGHT], rounds=4)
-    ctx.cmd.inputs["goal"] = "Make the tests in test_calc.py pass."
+    ctx.cmd.inputs["goal"] = "Fix mul(a, b) so that the tests in test_calc.py pass."
     out = builder.handle(ctx)
     assert [r.get("fresh", False) for r in out.payload["round_log"]] == [False, False, False, True]
     assert model.requests[3].messages[-1]["content"] != model.requests[2].messages[-1]["content"]
     assert out.payload["tests"]["status"] == "pass"
+    assert "The task names this code, as it is now:" in model.requests[2].messages[-1]["content"]
 
 
 def test_the_projects_tests_are_shown_apart_from_the_files_to_change_even_when_the_goal_names_them(

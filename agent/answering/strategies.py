@@ -54,9 +54,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),
-    Strategy("ask_failing_function_alone", "agent/roles/builder_rounds.py",
-             "a builder reply that changed nothing while the tests fail, where the task names no function, is "
-             "shown the project function the failing tests' errors are raised in and asked for it alone"),
     Strategy("keep_cut_reply", "agent/roles/builder_rounds.py",
              "a builder reply still being written when the round's time runs out (the command's deadline less "
              "the time its tests take) is cut there, and the files it gave whole are used"),

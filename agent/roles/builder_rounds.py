@@ -24,7 +24,7 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
-from agent.roles.failing_tests import Reader, failing_test_code, frames
+from agent.roles.failing_tests import Reader, failing_test_code
 from agent.roles.prompting import read_project_text
 from agent.roles.round_files import RoundFiles
 from agent.roles.test_first import test_of_the_task
@@ -73,31 +73,19 @@ def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
     return (1 if "passed" in tests else 0, int(tests.get("passed") or 0), -int(tests.get("failed") or 0))
 
 
-def _raising(failures: str, paths: list[str]) -> str:
-    """The functions of `paths` the failing tests' tracebacks end in, as `name(` calls."""
-    return " ".join(f"{name}(" for path, _, name in frames(failures) if path in paths)
-
-
-def _no_change(ctx: CommandContext, paths: list[str], failures: str = "") -> tuple[str, bool]:
-    """Why a reply that changes nothing is no answer, and whether a function is to be asked for alone:
-    one the task names, else one the failing tests' tracebacks end in (`failures`)."""
+def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
+    """Why a reply that changes nothing is no answer, and whether the function the task names is to be
+    asked for alone. (Not one the failing tests' errors are raised in: asked for that alone, the 1.5B
+    and 0.5B gave it back unchanged every time, so the round after such a reply is a fresh attempt.)"""
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
-    if not enabled(ctx, "ask_definition_alone"):
+    named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs))) \
+        if enabled(ctx, "ask_definition_alone") else []
+    if not named:
         return why, False
-    named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs)))
-    if named:
-        applied(ctx, "ask_definition_alone", shown=len(named))
-        shown = "".join(f"\n{d}" for d in named)
-        return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for "
-                "the values in the task; where that differs from what the task says, change it"), True
-    raising = named_definitions(ctx.workspace, paths, _raising(failures, paths)) \
-        if enabled(ctx, "ask_failing_function_alone") else []
-    if not raising:
-        return why, False
-    applied(ctx, "ask_failing_function_alone", shown=len(raising))
-    shown = "".join(f"\n{d}" for d in raising)
-    return (why + f". The failing tests' errors are raised in this code, as it is now:{shown}\nWork out step by step "
-            "what the failing test passes to it and why it fails there, then change it"), True
+    applied(ctx, "ask_definition_alone", shown=len(named))
+    shown = "".join(f"\n{d}" for d in named)
+    return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for "
+            "the values in the task; where that differs from what the task says, change it"), True
 
 
 def _cut_off(form: FileForm, reply: str, finish: str | None, listing: set[str]) -> str:
@@ -115,7 +103,7 @@ def _cut_off(form: FileForm, reply: str, finish: str | None, listing: set[str]) 
 
 
 def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
-            failures: str = "", finish: str | None = None) -> tuple[list[FileWrite], str, bool]:
+            finish: str | None = None) -> tuple[list[FileWrite], str, bool]:
     """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
     whether the next round should ask for the function the task names alone). `finish`: the reply's
     finish reason, to say so when it was cut inside a file."""
@@ -153,7 +141,7 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if must_act and (same or (not writes and echoed and not refused)):
         # passing tests prove nothing about a change that changes nothing
-        return [], *_no_change(ctx, same or echoed, failures)
+        return [], *_no_change(ctx, same or echoed)
     if not writes:
         return [], "; ".join(refused) if refused else _ECHOED, False
     return writes, "", False
@@ -255,7 +243,7 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
 
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: RoundFiles, temperature: float,
-               must_act: bool, test_s: float = 0.0, failures: str = "", begun: str = ""
+               must_act: bool, test_s: float = 0.0, begun: str = ""
                ) -> tuple[dict[str, Any], str, str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
     the next round may continue, or "")."""
@@ -268,7 +256,7 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         why = f"the model call failed ({exc.code}: {exc.message[:200]})"
         return {"round": n, "outcome": "unusable", "why": why}, "", ""
-    writes, why, alone = _usable(ctx, reply, files, must_act, failures, finish)
+    writes, why, alone = _usable(ctx, reply, files, must_act, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
         # A reply cut off (a loop, the length limit, the round's time) or with no code in it is no turn
@@ -417,10 +405,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        failing = str(best.get("failures") or best.get("output_tail") or "") if best.get("status") == "fail" else ""
         begun = _begun(ctx, log[-1] if log else None, targets or [])
-        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, failing,
-                                         begun)
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, begun)
         exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from agent.edits.changes import is_test_path
 
-__all__ = ["Reader", "failing_test_code", "frames"]
+__all__ = ["Reader", "failing_test_code"]
 
 Reader = Callable[[str], "str | None"]  # a workspace file's text by its relative path, None if unreadable
 
