@@ -75,8 +75,8 @@ def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
 
 def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
     """Why a reply that changes nothing is no answer, and whether the function the task names is to be
-    asked for alone. (Not one the failing tests' errors are raised in: asked for that alone, the 1.5B
-    and 0.5B gave it back unchanged every time, so the round after such a reply is a fresh attempt.)"""
+    asked for alone. (Not one the failing tests' errors are raised in: asked for that alone, a small
+    model gives it back unchanged, so the round after such a reply is a fresh attempt.)"""
     why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
     named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs))) \
         if enabled(ctx, "ask_definition_alone") else []
