@@ -67,7 +67,7 @@ def test_without_the_conversation_the_next_prompt_shows_the_code_as_it_now_is(tm
     second = model.requests[1].messages[-1]["content"]
     assert "The tests failed after your last change" in second and "FAIL: test_mul" in second
     assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
-    assert not _audit(tmp_path, "repair_applied")
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["reason_before_fixing"]
 
 
 def test_a_long_reply_is_not_carried_into_the_next_round(tmp_path: Path) -> None:
@@ -97,7 +97,9 @@ def test_a_round_that_moves_nothing_forward_is_followed_by_a_fresh_attempt(tmp_p
     third = model.requests[2].messages[-1]["content"]
     assert "return a - b" in third and "could not be used" not in third  # the code as it was, nothing else
     assert len(model.requests[2].messages) == 2  # a fresh attempt is no conversation
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["feedback_in_conversation", "fresh_attempt"]
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == [
+        "feedback_in_conversation", "reason_before_fixing", "fresh_attempt"]
+    assert "First say" not in third  # a fresh attempt is shown no failures to find the cause of
 
 
 def test_a_fresh_attempt_that_gave_nothing_usable_is_not_asked_again_the_same_way(tmp_path: Path) -> None:
@@ -415,6 +417,38 @@ def test_a_reply_begun_for_the_model_is_not_begun_on_a_server_that_answers_anew(
     assert out.payload["tests"]["status"] == "pass" and model.requests[1].messages[-1]["role"] == "user"
 
 
+def test_a_round_after_failing_tests_asks_for_the_cause_first_and_begins_the_reply_with_it(tmp_path: Path) -> None:
+    # The model goes on after the begun words: the cause, then the file.
+    ctx, model = _prefill_ctx(tmp_path, [HALF, " mul adds where it should multiply.\n\n" + RIGHT.split("\n\n", 1)[1]])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert "return a * b" in (tmp_path / "calc.py").read_text()
+    first, second = (r.messages for r in model.requests)
+    assert "First say" not in first[-1]["content"]  # round 1 is asked as the model alone is
+    asked = second[-2]["content"]
+    assert "FAIL: test_mul" in asked and "First say in one or two sentences what in your code makes these tests " \
+        "fail" in asked and "Say nothing else" not in asked.split("## Your answer")[-1]
+    assert second[-1] == {"role": "assistant", "content": "The tests fail because"}
+    assert "Say nothing else" in first[0]["content"] and "Say nothing else" not in second[0]["content"]
+    fired = [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "reason_before_fixing"]
+    assert [(r["round"], r["begun"]) for r in fired] == [(2, True)]
+    assert out.payload["summary"].startswith("The tests fail because mul adds")  # the reply's words, begun ones too
+
+
+def test_the_cause_first_is_asked_without_begun_words_where_the_server_answers_anew_and_not_when_off(
+        tmp_path: Path) -> None:
+    ctx, model = _prefill_ctx(tmp_path, [HALF, RIGHT], model_cls=FakeModel)
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    assert model.requests[1].messages[-1]["role"] == "user" and "First say" in model.requests[1].messages[-1]["content"]
+    (tmp_path / "off").mkdir()
+    ctx, model = _prefill_ctx(tmp_path / "off", [HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"reason_before_fixing"}))
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    said = model.requests[1].messages[-1]
+    assert said["role"] == "user" and "First say" not in said["content"] and "Say nothing else" in said["content"]
+    assert "reason_before_fixing" not in [a["name"] for a in _audit(tmp_path / "off", "repair_applied")]
+
+
 def test_a_reply_with_no_code_is_not_carried_on_as_the_models_own_turn(tmp_path: Path) -> None:
     # An empty block (or a path put in one) as its own turn, a small model writes it again.
     ctx, model = _ctx(tmp_path, [HALF, "```\ncalc.py\n```", RIGHT], rounds=3)
@@ -516,7 +550,8 @@ def test_a_failing_test_is_quoted_up_to_its_failing_line(tmp_path: Path) -> None
     assert ("The failing tests' code, up to the line that failed:\ntest_calc.py lines 10–13:\n```\n"
             "    def test_mul(self):\n        a, b = 2, 3\n        expected = 6\n"
             "        self.assertEqual(calc.mul(a, b), expected)\n```\n") in said
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["quote_failing_tests", "feedback_in_conversation"]
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == [
+        "quote_failing_tests", "feedback_in_conversation", "reason_before_fixing"]
 
 
 def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:

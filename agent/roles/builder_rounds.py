@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.answering.answer_form import builder_text_form
 from agent.answering.answer_spec import strings_in
-from agent.answering.file_forms import FileForm, file_form
+from agent.answering.file_forms import REASON_START, FileForm, file_form
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
@@ -45,9 +45,10 @@ _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model wri
 _STUCK_ROUNDS = 3  # rounds running that moved no test forward after the last that did: the rounds end
 
 
-def system_message(form: FileForm) -> str:
+def system_message(form: FileForm, reason: bool = False) -> str:
+    """`reason`: for a reply asked for the failures' cause before its files (its rules say so here too)."""
     return ("You are an expert software developer. You change a project's code so that its task is done and its "
-            "tests pass. " + form.rules + (f"\n{form.example}" if form.example else ""))
+            "tests pass. " + (form.reason_rules if reason else form.rules) + (f"\n{form.example}" if form.example else ""))
 
 
 def _form(ctx: CommandContext) -> FileForm:
@@ -205,6 +206,12 @@ def _stops(ctx: CommandContext, files: RoundFiles) -> tuple[str, ...]:
     return tuple(start for p in tests for start in _form(ctx).starts(p))
 
 
+def _prefills(ctx: CommandContext) -> bool:
+    """Whether the server continues a trailing assistant message, so a reply can be begun for the model."""
+    caps = capabilities_of(ctx.require_model())
+    return caps is not None and caps.prefill
+
+
 def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str]) -> str:
     """The file the next reply is begun with for the model ("" for none): after a reply that gave no file
     of code, the first file to change. Shown the same prompt again, a small model most often begins the
@@ -212,24 +219,31 @@ def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str])
     if not (last and last.get("why") in (_TESTS_FIRST, _form(ctx).no_form) and targets
             and enabled(ctx, "begin_with_file")):
         return ""
-    caps = capabilities_of(ctx.require_model())
-    return targets[0] if caps is not None and caps.prefill else ""
+    return targets[0] if _prefills(ctx) else ""
+
+
+def _reasons(ctx: CommandContext, log: list[dict[str, Any]], best: dict[str, Any], fresh: bool, begun: str) -> bool:
+    """Whether the next reply is asked for the failures' cause in words before its files: a round whose
+    prompt shows the tests failing (not a fresh attempt, an ask for one function alone, or a reply begun
+    with a file). See `FileForm.reason_rules`."""
+    if fresh or begun or not log or log[-1].get("alone") or not enabled(ctx, "reason_before_fixing"):
+        return False
+    return log[-1]["outcome"] != "unusable" or best.get("status") == "fail"
 
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
-         stop: tuple[str, ...] = (), begun: str = "") -> tuple[str, str | None]:
-    """The reply's text and finish reason; `begun`: a file whose path line and opening fence begin the
-    reply as the model's turn, for it to continue."""
+         stop: tuple[str, ...] = (), start: str = "", reason: bool = False) -> tuple[str, str | None]:
+    """The reply's text and finish reason; `start`: the text the reply is begun with as the model's
+    turn, for it to continue (a file's path line and opening fence, or the first words of the cause);
+    `reason`: the reply is asked for the failures' cause before its files."""
     form = _form(ctx)
-    start = form.begin(begun) if begun else ""
-    request = ModelRequest(messages=[{"role": "system", "content": system_message(form)}, *messages,
+    request = ModelRequest(messages=[{"role": "system", "content": system_message(form, reason)}, *messages,
                                      *([{"role": "assistant", "content": start}] if start else [])],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
     reply = ctx.require_model().complete(request)
     text = reply.text
     if start:
-        applied(ctx, "begin_with_file", path=begun)
         # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.
         text = text if text.lstrip().startswith(start.split("\n")[0]) else start + text
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
@@ -243,13 +257,13 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
 
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: RoundFiles, temperature: float,
-               must_act: bool, test_s: float = 0.0, begun: str = ""
+               must_act: bool, test_s: float = 0.0, start: str = "", reason: bool = False
                ) -> tuple[dict[str, Any], str, str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
     the next round may continue, or "")."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
-        reply, finish = _ask(ctx, messages, temperature, test_s, stops, begun)
+        reply, finish = _ask(ctx, messages, temperature, test_s, stops, start, reason)
     except ShuttingDown:
         raise
     except AgentError as exc:
@@ -337,13 +351,14 @@ def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, s
 
 
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool, exchange: tuple[str, str] | None
+                  best: dict[str, Any], fresh: bool, exchange: tuple[str, str] | None, reason: bool = False
                   ) -> tuple[list[dict[str, str]], str]:
     """The next round's messages, and the prompt that shows the files as they now are (the exchange
     the round after may continue). `fresh`: the last round moved no test forward, so this one starts
     again from the files as they were before the command, as the first round did: an independent
     attempt, where a small model shown its own failing code most often gives it back unchanged. The
-    best state so far stays the one kept unless the new attempt does better."""
+    best state so far stays the one kept unless the new attempt does better. `reason`: the reply is
+    asked for the failures' cause before its files."""
     if fresh:
         files.roll_back({**files.before, **files.start})
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
@@ -353,7 +368,8 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: 
     # After a reply that changed nothing, the one function the task names is asked for alone: a frame a
     # small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
     form = _form(ctx)
-    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else form.rules
+    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else \
+        form.reason_rules if reason else form.rules
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
         return [{"role": "user", "content": user + answer}], user + answer
@@ -402,11 +418,17 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         asked_alone = bool(log) and log[-1].get("alone") and not (len(log) > 1 and log[-2].get("alone"))
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
                  and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not asked_alone)
-        messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange)
+        begun = _begun(ctx, log[-1] if log else None, targets or [])
+        reason = _reasons(ctx, log, best, fresh, begun)
+        messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange, reason)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        begun = _begun(ctx, log[-1] if log else None, targets or [])
-        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, begun)
+        start = _form(ctx).begin(begun) if begun else REASON_START if reason and _prefills(ctx) else ""
+        if begun:
+            applied(ctx, "begin_with_file", path=begun)
+        if reason:
+            applied(ctx, "reason_before_fixing", round=n, begun=bool(start))
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, start, reason)
         exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
