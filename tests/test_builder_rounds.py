@@ -435,6 +435,21 @@ def test_a_round_after_failing_tests_asks_for_the_cause_first_and_begins_the_rep
     assert out.payload["summary"].startswith("The tests fail because mul adds")  # the reply's words, begun ones too
 
 
+def test_a_reply_that_gives_the_cause_then_the_fixed_method_alone_is_merged_into_its_class(tmp_path: Path) -> None:
+    ctx, model = _prefill_ctx(tmp_path, [
+        "calc.py\n```python\nclass Calc:\n    def add(self, a, b):\n        return a + b\n\n"
+        "    def mul(self, a, b):\n        return a + b\n```\n",
+        " mul adds. Here is the fixed method:\n```python\n    def mul(self, a, b):\n        return a * b\n```\n"])
+    (tmp_path / "calc.py").write_text("class Calc:\n    def add(self, a, b):\n        return 0\n\n"
+                                      "    def mul(self, a, b):\n        return 0\n")
+    (tmp_path / "test_calc.py").write_text(TESTS.replace("calc.add(", "calc.Calc().add(").replace("calc.mul(",
+                                                                                                 "calc.Calc().mul("))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert (tmp_path / "calc.py").read_text() == ("class Calc:\n    def add(self, a, b):\n        return a + b\n\n"
+                                                  "    def mul(self, a, b):\n        return a * b\n")
+
+
 def test_the_cause_first_is_asked_without_begun_words_where_the_server_answers_anew_and_not_when_off(
         tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, [HALF, RIGHT], model_cls=FakeModel)

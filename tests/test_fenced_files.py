@@ -42,6 +42,16 @@ def test_a_block_without_a_path_goes_to_the_file_whose_definitions_it_shares() -
     assert files_in_reply("```python\ndef unrelated():\n    pass\n```\n", KNOWN, sources) == []
 
 
+def test_a_method_given_alone_without_a_path_goes_to_the_file_whose_class_has_it() -> None:
+    sources = {"cart.py": "class Cart:\n    def add(self, n):\n        pass\n\n    def remove(self, n):\n        pass\n",
+               "shop.py": "class Shop:\n    def add(self, n):\n        pass\n"}
+    method = "    def remove(self, n):\n        self.items.pop(n)\n"
+    [f] = files_in_reply(f"The cause is remove. Here is the method:\n```python\n{method}```\n", KNOWN, sources)
+    assert (f.path, f.content, f.how) == ("cart.py", method, "definitions")  # the writer merges it into Cart
+    # a method both files' classes have places nothing
+    assert files_in_reply("```python\n    def add(self, n):\n        pass\n```\n", KNOWN, sources) == []
+
+
 def test_commands_and_output_are_not_files() -> None:
     reply = "Run it:\n\nleap.py\n```bash\npython -m unittest leap_test\n```\n```text\nOK\n```\n"
     assert files_in_reply(reply, KNOWN) == []

@@ -11,7 +11,7 @@ code in JSON", and the same on small local models): the builder asks for
 and this module reads the files back out of the reply. It reads the shapes models actually use
 for the path (a line of its own, in backticks or bold, "File: x", a `# x` heading, the fence's info
 string, or a first comment line inside the block) and, for a block without any path, the one
-project file whose definitions it shares. It only parses: what is written, and whether it is
+project file whose definitions it shares (a method given alone, indented as in its class, too). It only parses: what is written, and whether it is
 allowed, the caller decides.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 
 from agent.fences import file_blocks
@@ -69,21 +70,35 @@ def _line_path(text: str, known: set[str]) -> str | None:
     return _path_in(lines[-1], known) if lines and len(lines[-1]) < 200 else None
 
 
-def _top_names(source: str) -> set[str]:
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _top_nodes(source: str) -> list[ast.stmt]:
     try:
-        tree = ast.parse(source)
+        return ast.parse(textwrap.dedent(source)).body  # a method given alone keeps its class's indentation
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return []
+
+
+def _top_names(source: str) -> set[str]:
+    return {n.name for n in _top_nodes(source) if isinstance(n, _DEFS)}
+
+
+def _defined_names(source: str) -> set[str]:
+    """A file's top-level definitions and its classes' methods: what a block of definitions may replace."""
+    nodes = _top_nodes(source)
+    return {n.name for n in nodes if isinstance(n, _DEFS)} | {
+        m.name for c in nodes if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, _DEFS)}
 
 
 def _by_definitions(body: str, sources: dict[str, str]) -> str | None:
-    """The one Python file of `sources` the block shares the most top-level definitions with."""
+    """The one Python file of `sources` the block shares the most definitions with (a file given whole
+    without its path, or a function or method given alone: the writer merges that into its place)."""
     names = _top_names(body)
     if not names:
         return None
-    scored = sorted(((len(names & _top_names(text)), path) for path, text in sources.items() if path.endswith(".py")),
-                    reverse=True)
+    scored = sorted(((len(names & _defined_names(text)), path) for path, text in sources.items()
+                     if path.endswith(".py")), reverse=True)
     if scored and scored[0][0] > 0 and (len(scored) == 1 or scored[1][0] < scored[0][0]):
         return scored[0][1]
     return None
