@@ -11,8 +11,8 @@ code in JSON", and the same on small local models): the builder asks for
 and this module reads the files back out of the reply. It reads the shapes models actually use
 for the path (a line of its own, in backticks or bold, "File: x", a `# x` heading, the fence's info
 string, or a first comment line inside the block) and, for a block without any path, the one
-project file whose definitions it shares (a method given alone, indented as in its class, too). It only parses: what is written, and whether it is
-allowed, the caller decides.
+project file whose definitions it shares (a method given alone, indented as in its class, too). It
+only parses: what is written, and whether it is allowed, the caller decides.
 """
 
 from __future__ import annotations
