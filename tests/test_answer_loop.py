@@ -108,6 +108,20 @@ def test_python_list_syntax_gets_the_lua_way(tmp_path: Path) -> None:
     assert "plan_invalid" in repair and "Hint: Lua has no [ ] list literal" in repair
 
 
+def test_lua_hints_are_audited_and_switch_off(tmp_path: Path) -> None:
+    plan = "```lua\nfunction run(context)\n  local files = [1, 2]\n  return {summary = 'x'}\nend\n```"
+    for name, disabled in (("on", frozenset[str]()), ("off", frozenset({"lua_hints"}))):
+        model = FakeModel([plan, json.dumps({"summary": "ok", "no_changes_reason": "x"})])
+        (tmp_path / name).mkdir()
+        ctx = make_context(tmp_path / name, "implement", model)
+        ctx.settings.disabled_repairs = disabled
+        obtain_answer(ctx, AnswerSpec("builder", "planning"), "build it")
+        repair = model.requests[1].messages[-1]["content"]
+        audit = (tmp_path / name / "logs/luallm-agent/audit.jsonl").read_text()
+        assert ("Hint: Lua has no [ ] list literal" in repair) is (name == "on")
+        assert ('"lua_hints"' in audit) is (name == "on")
+
+
 def test_the_chosen_form_is_audited(tmp_path: Path) -> None:
     obtain_answer(make_context(tmp_path, "review", FakeModel([APPROVED])), REVIEW, "review it")
     audit = (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.errors import PlanError
-from agent.plans.lint import check_plan, lua_hints
+from agent.plans.lint import check_plan
+from agent.plans.lua_hints import lua_hints
 
 
 def _error(src: str) -> str:

@@ -385,7 +385,7 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
 def _repair_prompt(ctx: CommandContext, loop: _Loop, exc: AgentError, text: str, attempt: int, cut_off: bool,
                    looped: bool, last_chance: bool) -> str:
     """The message that sends a rejected reply back, switching the form where a switch helps."""
-    message = _repair_message(exc, text, cut_off)
+    message = _repair_message(ctx, exc, text, cut_off)
     if last_chance:
         message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
                     "only, matching the schema and the worked example.")
@@ -466,13 +466,23 @@ def _clip(text: str) -> str:
     return f"{text[:_REJECTED_KEEP]}\n[… {len(text) - _REJECTED_KEEP} more characters of the rejected answer omitted …]"
 
 
-def _repair_message(exc: AgentError, text: str, cut_off: bool) -> str:
+def _lua_hints(ctx: CommandContext, exc: PlanError, text: str) -> list[str]:
+    if not enabled(ctx, "lua_hints"):
+        return []
+    from agent.plans import find_lua_plan
+    from agent.plans.lua_hints import lua_hints
+
+    hints = lua_hints(find_lua_plan(text), exc.message)
+    if hints:
+        applied(ctx, "lua_hints", count=len(hints))
+    return hints
+
+
+def _repair_message(ctx: CommandContext, exc: AgentError, text: str, cut_off: bool) -> str:
     lines = [f"Your answer was rejected ({exc.code}): {exc.message}"]
     if isinstance(exc, PlanError):
-        from agent.plans import find_lua_plan
-        from agent.plans.lint import lua_hints
-
-        lines += [f"Hint: {h}" for h in lua_hints(find_lua_plan(text), exc.message)]
+        hints = _lua_hints(ctx, exc, text)
+        lines += [f"Hint: {h}" for h in hints]
         failed = exc.details.get("failed_tools")
         if failed:
             lines.append("Tool calls that failed: " + "; ".join(failed))

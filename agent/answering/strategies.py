@@ -49,6 +49,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "afresh with a note that the answer looped (shown its loop, a model copies it)"),
     Strategy("ban_unknown_name", "agent/answering/loop.py",
              "a grammar-held plan that used an undefined global is held to a grammar without that name"),
+    Strategy("lua_hints", "agent/answering/loop.py",
+             "a plan's Lua error is sent back with hints naming the Lua way for the Python written into it "
+             "(a [ ] list, {\"a\": 1}, backslash patterns, None/len/elif ...)"),
     Strategy("close_swallowed_string", "agent/answering/interpret.py",
              "a plan whose long string ran on into its own code has the string closed where the code resumes"),
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
