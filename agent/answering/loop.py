@@ -467,12 +467,10 @@ def _clip(text: str) -> str:
 
 
 def _lua_hints(ctx: CommandContext, exc: PlanError, text: str) -> list[str]:
-    if not enabled(ctx, "lua_hints"):
-        return []
     from agent.plans import find_lua_plan
     from agent.plans.lua_hints import lua_hints
 
-    hints = lua_hints(find_lua_plan(text), exc.message)
+    hints = lua_hints(find_lua_plan(text), exc.message) if enabled(ctx, "lua_hints") else []
     if hints:
         applied(ctx, "lua_hints", count=len(hints))
     return hints
@@ -481,8 +479,7 @@ def _lua_hints(ctx: CommandContext, exc: PlanError, text: str) -> list[str]:
 def _repair_message(ctx: CommandContext, exc: AgentError, text: str, cut_off: bool) -> str:
     lines = [f"Your answer was rejected ({exc.code}): {exc.message}"]
     if isinstance(exc, PlanError):
-        hints = _lua_hints(ctx, exc, text)
-        lines += [f"Hint: {h}" for h in hints]
+        lines += [f"Hint: {h}" for h in _lua_hints(ctx, exc, text)]
         failed = exc.details.get("failed_tools")
         if failed:
             lines.append("Tool calls that failed: " + "; ".join(failed))
