@@ -29,3 +29,19 @@ def test_a_gate_counts_its_statement_and_a_function_that_exits_when_off_counts_w
                    '        y = 2\n    return y\n')
     lines = h.strategy_lines(src)
     assert lines == {"fresh_attempt": set(range(1, 7)), "stop_when_stuck": {11, 12}}
+
+
+def test_each_gated_statement_counts_under_its_own_name_and_a_helper_only_it_uses_counts_whole(tmp_path: Path) -> None:
+    h = load_bench("heuristic_lines.py")
+    import ast
+    src = ('def f(ctx):\n    for x in ctx:\n        if enabled(ctx, "fresh_attempt"):\n            _only(x)\n'
+           '        if enabled(ctx, "stop_when_stuck"):\n            _shared(x)\n    _shared(1)\n\n\n'
+           'def _only(x):\n    return x\n\n\ndef _shared(x):\n    return x\n')
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    lines = h.strategy_lines(path)
+    assert lines == {"fresh_attempt": {3, 4}, "stop_when_stuck": {5, 6}}
+    owned = {"m.py": {line: name for name, ls in lines.items() for line in ls}}
+    h.helper_lines({"m.py": ast.parse(src)}, owned)
+    assert {line for line, name in owned["m.py"].items() if name == "fresh_attempt"} == {3, 4, 10, 11}
+    assert 14 not in owned["m.py"]  # `_shared` is used outside the gates too
