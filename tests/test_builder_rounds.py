@@ -532,6 +532,17 @@ def test_a_test_the_builder_wrote_that_still_fails_is_taken_out_and_the_code_sta
     assert out.payload["files"] == ["calc.py"] and "changes_reverted" not in out.payload
     assert out.payload["tests_taken_out"]["files"] == ["test_sub.py"]
     assert "AssertionError" in out.payload["tests_taken_out"]["output_tail"]
+    assert "take_out_own_tests" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
+
+
+def test_without_take_out_own_tests_the_whole_change_goes_with_the_wrong_test(tmp_path: Path) -> None:
+    wrong_test = "\ntest_sub.py\n```python\n" + SUB_TESTS.replace("2)", "3)") + "```\n"
+    ctx, _ = _green_ctx(tmp_path, [_calc("a - b") + wrong_test], rounds=1,
+                        off=frozenset({"write_goal_tests", "take_out_own_tests"}))
+    out = builder.handle(ctx)
+    assert "tests_taken_out" not in out.payload and out.payload["changes_reverted"]
+    assert not (tmp_path / "test_sub.py").exists() and "def sub" not in (tmp_path / "calc.py").read_text()
+    assert "take_out_own_tests" not in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
 def test_implement_changes_given_the_code_back_twice_with_passing_tests_stops_and_keeps_it(tmp_path: Path) -> None:
@@ -542,7 +553,18 @@ def test_implement_changes_given_the_code_back_twice_with_passing_tests_stops_an
     assert len(model.requests) == 2  # not six rounds of the same reply
     assert out.event == "builder.completed" and out.payload["files"] == [] and out.payload["tests"]["status"] == "pass"
     assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["feedback_in_conversation",
-                                                                      "stop_when_nothing_to_change"]
+                                                                      "stop_when_nothing_to_change",
+                                                                      "keep_passing_code"]
+
+
+def test_without_keep_passing_code_an_implement_changes_with_no_change_fails(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [RIGHT, RIGHT, RIGHT, RIGHT], rounds=6)
+    (tmp_path / "calc.py").write_text(RIGHT.split("```python\n")[1].split("```")[0])  # already right
+    ctx.cmd = dataclasses.replace(ctx.cmd, action="implement_changes")
+    ctx.settings.disabled_repairs = frozenset({"keep_passing_code"})
+    with pytest.raises(InvalidModelResponse):
+        builder.handle(ctx)
+    assert "keep_passing_code" not in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
 def test_implement_changes_given_the_code_back_with_failing_tests_goes_on(tmp_path: Path) -> None:

@@ -431,6 +431,19 @@ def test_one_edit_without_its_list_is_taken_as_a_list_of_one(spawn, workspace: P
     assert done["payload"]["edited_sections"] == ["Status"]
     assert "## Status\n\nadd and sub exist.\n" in (workspace / "SPEC.md").read_text()
     assert b"taken as a list of one" in (tmp_path / "stderr-0.txt").read_bytes()
+    assert b'"name":"mend_spec_answer"' in (tmp_path / "stderr-0.txt").read_bytes()
+
+
+def test_without_mend_spec_answer_one_edit_outside_its_list_is_sent_back(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "SPEC.md").write_text(SPEC)
+    edit = {"section": "Status", "content": "add and sub exist."}
+    one = json.dumps({"status": "updated", "summary": "status recorded", "section_edits": edit})
+    listed = json.dumps({"status": "updated", "summary": "status recorded", "section_edits": [edit]})
+    agent = spawn("spec_maintainer", "--disable-repair", "mend_spec_answer", replies=[one, listed])
+    done = events(agent.run(make_command("update_spec")), "spec.updated")[-1]
+    assert done["payload"]["edited_sections"] == ["Status"]
+    stderr = (tmp_path / "stderr-0.txt").read_bytes()
+    assert b'"attempts":2' in stderr and b"taken as a list of one" not in stderr and b'"name":"mend_spec_answer"' not in stderr
 
 
 def test_updated_without_edits_becomes_no_changes_needed(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -95,6 +95,16 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("withdraw_worse_change", "agent/roles/builder_rounds.py",
              "when the best round still fails the tests and the code as it was does better, the change is "
              "withdrawn"),
+    Strategy("take_out_own_tests", "agent/roles/test_ledger.py",
+             "when the tests still fail at the end, test files this command added are taken out if the "
+             "project's own tests then pass (the model's test can be what is wrong)"),
+    Strategy("keep_passing_code", "agent/roles/builder.py",
+             "an implement_changes that got no usable change from the model, with the project's tests passing, "
+             "answers success with the code as it is (the next review decides again) instead of failing"),
+    Strategy("mend_spec_answer", "agent/roles/spec_maintainer.py",
+             "a spec answer's contradictions are resolved by the agent: one section edit outside its list is "
+             "listed, 'updated' with no edits is no_changes_needed, changes_requested with none named takes "
+             "its summary as the change"),
     Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
              "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
     Strategy("approval_stands_on_same_code", "agent/roles/reviewer.py",

@@ -24,6 +24,7 @@ from agent.answering.loop import (
     obtain_answer,
     strings_in,
 )
+from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext, Outcome
 from agent.edits.changes import (
     EDIT_SHAPE,
@@ -305,11 +306,13 @@ def _kept_as_is(ctx: CommandContext, exc: InvalidModelResponse) -> Outcome | Non
     command that fails lorch's whole run: a reviewer may ask for changes to right code by restating
     the goal, leaving the builder nothing to change. None when the tests do not pass (or none
     are configured): then the failure stands."""
-    if ctx.cmd.action != "implement_changes" or not ctx.settings.test_command or ctx.artifacts:
+    if ctx.cmd.action != "implement_changes" or not ctx.settings.test_command or ctx.artifacts \
+            or not enabled(ctx, "keep_passing_code"):
         return None
     tests = test_workspace(ctx)
     if tests["status"] != "pass":
         return None
+    applied(ctx, "keep_passing_code")
     why = (f"no applicable change for the review's findings came from the model ({exc.message[:300]}); "
            "the code is left as it is, and its tests pass")
     ctx.log("warn", "builder: no applicable change; the code is left as it is", reason=exc.message[:300])

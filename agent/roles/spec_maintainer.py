@@ -76,11 +76,13 @@ def check_edits(answer: dict[str, Any]) -> None:
 
 def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
     def prepare(answer: Any) -> Any:
+        mend = enabled(ctx, "mend_spec_answer")
         edits = answer.get("section_edits") if isinstance(answer, dict) else None
-        if isinstance(edits, dict) and {"section", "content"} <= edits.keys():
+        if mend and isinstance(edits, dict) and {"section", "content"} <= edits.keys():
             # One edit where a list of them belongs: the agent wraps it (a model repeats this slip
             # after every schema refusal, and a failed update_spec ends lorch's run).
             ctx.log("info", "spec: one section edit given without its list; taken as a list of one")
+            applied(ctx, "mend_spec_answer", mended="edit_listed")
             answer = {**answer, "section_edits": [edits]}
         if isinstance(answer, dict) and isinstance(answer.get("section_edits"), list):
             # The schema names the four sections exactly (a server that enforces it lets no other
@@ -91,16 +93,18 @@ def _prepare(ctx: CommandContext):  # type: ignore[no-untyped-def]
                 for e in answer["section_edits"]]}
         # "updated" with nothing to apply is a contradiction the agent resolves itself: nothing
         # was updated, so the spec needed no change (a failure here would end a finished run).
-        if isinstance(answer, dict) and answer.get("status") == "updated" and not answer.get("section_edits"):
+        if mend and isinstance(answer, dict) and answer.get("status") == "updated" and not answer.get("section_edits"):
             ctx.log("info", "spec: 'updated' without section_edits taken as no_changes_needed")
+            applied(ctx, "mend_spec_answer", mended="no_changes_needed")
             answer = {**answer, "status": "no_changes_needed"}
             answer.pop("section_edits", None)
-        if isinstance(answer, dict) and answer.get("status") == "changes_requested" \
+        if mend and isinstance(answer, dict) and answer.get("status") == "changes_requested" \
                 and not answer.get("required_changes") and isinstance(answer.get("summary"), str) \
                 and answer["summary"].strip():
             # Changes requested without saying which: the summary says it (a repair tends to get the
             # same answer back, and a failure would end the run).
             ctx.log("info", "spec: changes_requested without required_changes; the summary taken as the change")
+            applied(ctx, "mend_spec_answer", mended="summary_as_change")
             answer = {**answer, "required_changes": [answer["summary"].strip()]}
         return answer
     return prepare

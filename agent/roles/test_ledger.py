@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import is_test_path
 from agent.errors import AgentError
@@ -63,15 +64,18 @@ class TestLedger:
             return tests, None, None
         tail = str(tests.get("output_tail") or tests.get("summary") or "")[-_TAIL:]
         own_tests = {rel: data for rel, data in self.before.items() if is_test_path(rel)}
-        if own_tests and self._passes_with(own_tests, rerun) is not None:
+        if own_tests and enabled(self.ctx, "take_out_own_tests") and self._passes_with(own_tests, rerun) is not None:
             taken = sorted(own_tests)
             self.ctx.log("warn", "tests this change added still failed after the repairs; they were taken out and "
                          "the project's own tests pass", files=taken[:10])
+            applied(self.ctx, "take_out_own_tests", files=taken[:10])
             return self._passed, {"files": taken, "output_tail": tail}, None
-        if len(own_tests) < len(self.before) and self._passes_with(self.before, rerun) is not None:
+        if len(own_tests) < len(self.before) and enabled(self.ctx, "withdraw_worse_change") \
+                and self._passes_with(self.before, rerun) is not None:
             undone = sorted(self.before)
             self.ctx.log("warn", "the change failed the project's tests after the repairs, and they pass on the code "
                          "as it was: the change was withdrawn", files=undone[:10])
+            applied(self.ctx, "withdraw_worse_change", files=undone[:10])
             return self._passed, None, {"files": undone, "output_tail": tail}
         return tests, None, None
 
