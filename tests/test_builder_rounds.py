@@ -238,6 +238,13 @@ def test_a_reply_cut_off_is_not_carried_on_as_the_models_own_turn(tmp_path: Path
     assert [m["role"] for m in model.requests[1].messages] == ["system", "user"]
     assert "    x = 1\n" not in model.requests[1].messages[-1]["content"]
     assert _audit(tmp_path, "reply_unusable")[0]["reason"].startswith("it was cut off while still writing calc.py")
+    assert "stop_looping_reply" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
+    assert model.requests[0].stop_loops  # asked of the client; off by name, it is not
+    (tmp_path / "off").mkdir()
+    ctx, model = _ctx(tmp_path / "off", [RIGHT])
+    ctx.settings.disabled_repairs = frozenset({"stop_looping_reply"})
+    builder.handle(ctx)
+    assert not model.requests[0].stop_loops
 
 
 def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and_merged(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
                         response_schema=(schema or schema_of(spec)) if form.schema else None,
-                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=grammar, **extra)
+                        max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=grammar,
+                        stop_loops=enabled(ctx, "stop_looping_reply"), **extra)
 
 
 class _Loop:
@@ -251,6 +252,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             loop.ask_less("took too long and was cut off")
             continue
         cut_off = getattr(reply, "finish_reason", None) in ("length", "repetition")
+        if getattr(reply, "finish_reason", None) == "repetition":
+            applied(ctx, "stop_looping_reply", attempt=attempt)
         ctx.log("info", "model answered", model=reply.model, attempt=attempt, chars=len(reply.text),
                 **({"cut_off": True} if cut_off else {}))
         try:
@@ -469,7 +472,6 @@ def _clip(text: str) -> str:
 def _lua_hints(ctx: CommandContext, exc: PlanError, text: str) -> list[str]:
     from agent.plans import find_lua_plan
     from agent.plans.lua_hints import lua_hints
-
     hints = lua_hints(find_lua_plan(text), exc.message) if enabled(ctx, "lua_hints") else []
     if hints:
         applied(ctx, "lua_hints", count=len(hints))

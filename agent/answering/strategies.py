@@ -42,6 +42,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("salvage_early", "agent/answering/loop.py",
              "the same salvage as soon as the same error comes twice, for answers whose failing part the task "
              "can do without"),
+    Strategy("stop_looping_reply", "agent/answering/loop.py",
+             "a streamed reply that falls into an exact loop (copies of a block, or an echo of the system "
+             "message) is stopped there: the copies to come would cost minutes to the token limit"),
     Strategy("cut_plan_at_loop", "agent/answering/loop.py",
              "a grammar-held plan that began to repeat itself is cut there and the model is asked for the rest"),
     Strategy("restart_after_loop", "agent/answering/loop.py",

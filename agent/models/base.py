@@ -63,6 +63,7 @@ class ModelRequest:
     grammar: str | None = None
     answer_by: float | None = None
     stop: tuple[str, ...] = ()  # the reply ends before the first of these: finish_reason "stop_string"
+    stop_loops: bool = True  # a reply fallen into an exact loop is stopped: finish_reason "repetition"
 
     def digest(self) -> str:
         return request_digest(self.messages)

@@ -270,7 +270,8 @@ class OpenAIChatModel:
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     system = next((str(m.get("content") or "") for m in request.messages
                                    if m.get("role") == "system"), "")
-                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens(), request.stop)
+                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens(), request.stop,
+                                      request.stop_loops)
                     reply = self._stream_reply(request, stream, watchdog)
                 else:  # not streaming (asked not to, or the server ignored `stream`)
                     reply = self._parse(self._read_body(response, watchdog), request, watchdog)
@@ -322,7 +323,7 @@ class OpenAIChatModel:
         return b"".join(parts).decode("utf-8", errors="replace")
 
     def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream,
-                     system: str = "", max_tokens: int = 0, stop: tuple[str, ...] = ()) -> None:
+                     system: str = "", max_tokens: int = 0, stop: tuple[str, ...] = (), stop_loops: bool = True) -> None:
         sse = SSEDecoder()
         repeats, stops = RepetitionWatch(echo_of=system, max_tokens=max_tokens), StopStrings(stop)
         try:
@@ -332,7 +333,8 @@ class OpenAIChatModel:
                 for name, payload in sse.feed(data):
                     added = stream.event(name, payload)
                     if added and stream.finish_reason is None:
-                        repeats.feed(added)
+                        if stop_loops:
+                            repeats.feed(added)
                         if (end := stops.feed(added)) is not None:
                             stream.end_at(end)
                             stream.finish_reason = "stop_string"  # closing the stream stops the generation

@@ -240,8 +240,11 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
     request = ModelRequest(messages=[{"role": "system", "content": system_message(form, reason)}, *messages,
                                      *([{"role": "assistant", "content": start}] if start else [])],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
-                           max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop)
+                           max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop,
+                           stop_loops=enabled(ctx, "stop_looping_reply"))
     reply = ctx.require_model().complete(request)
+    if reply.finish_reason == "repetition":
+        applied(ctx, "stop_looping_reply", chars=len(reply.text))
     text = reply.text
     if start:
         # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.

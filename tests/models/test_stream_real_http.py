@@ -183,6 +183,18 @@ def test_a_stream_that_falls_into_a_loop_is_stopped_after_a_few_copies(audit) ->
     assert stopped["period"] == period and stopped["copies"] >= 6
 
 
+def test_a_request_that_does_not_stop_loops_reads_the_copies_to_the_end(audit) -> None:  # type: ignore[no-untyped-def]
+    head = "I will fix the cart.\n"
+    block = ["Let me check the totals again", " before I write the file.\n"]
+    fake = FakeOpenAI([Stream([head, *block * 40], every_s=0.001)] * 2)
+    with fake.running():
+        stopped = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req())
+        read = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(req(stop_loops=False))
+    assert stopped.finish_reason == "repetition" and len(stopped.text) < len(read.text)
+    assert read.finish_reason != "repetition" and read.text == head + "".join(block * 40)
+    assert len(audit.events("model_repetition_stopped")) == 1
+
+
 def test_a_loop_of_code_inside_a_file_is_stopped_once_it_fills_file_loop_chars(audit) -> None:  # type: ignore[no-untyped-def]
     # The 0.5B's plan loop: a good start, then two lines of a test file (a Lua long string) for ever.
     # Inside a file repetition may be data, so the watch lets copies of code fill FILE_LOOP_CHARS
