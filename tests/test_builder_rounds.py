@@ -663,3 +663,15 @@ def test_files_asked_for_as_lua_long_strings_go_through_the_same_rounds(tmp_path
     assert model.requests[1].messages[2] == {"role": "assistant", "content": half}  # its own turn, as in fenced text
     # a project test begun as a write is stopped there, as a fenced one is
     assert 'tools.write("test_calc.py"' in model.requests[0].stop
+
+
+def test_a_file_given_in_part_is_merged_into_its_file_and_off_by_name_is_written_as_given(tmp_path: Path) -> None:
+    part = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"  # add left out
+    for name, off in (("on", frozenset[str]()), ("off", frozenset({"merge_partial_file"}))):
+        (tmp_path / name).mkdir()
+        ctx, _ = _ctx(tmp_path / name, [part], rounds=1)
+        ctx.settings.disabled_repairs = off
+        builder.handle(ctx)
+        text = (tmp_path / name / "calc.py").read_text()
+        assert "return a * b" in text and ("def add" in text) is (name == "on")
+        assert ("merge_partial_file" in [a["name"] for a in _audit(tmp_path / name, "repair_applied")]) is (name == "on")

@@ -60,6 +60,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),
+    Strategy("merge_partial_file", "agent/roles/builder_rounds.py",
+             "a file given whole that holds only part of the file on disk (definitions missing, or much "
+             "shorter) is merged into it, where the Python merge can place its parts, rather than written as given"),
     Strategy("keep_cut_reply", "agent/roles/builder_rounds.py",
              "a builder reply still being written when the round's time runs out (the command's deadline less "
              "the time its tests take) is cut there, and the files it gave whole are used"),

@@ -260,10 +260,13 @@ def _on_disk(ws: Workspace, path: str) -> str | None:
         return None
 
 
-def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | None = None) -> list[FileWrite]:
+def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | None = None,
+                   merge_partial: bool = True) -> list[FileWrite]:
     """The files the answer writes, in order, with edits applied; raises on the first bad entry.
 
     `skip` names entries ("files[1]", "edits[0]") to leave out: what a salvage dropped.
+    `merge_partial`: a whole file that holds only part of the file on disk is merged into it
+    (strategy `merge_partial_file`); else it is judged as given.
     """
     skip = skip or set()
     pending: dict[str, FileWrite] = {}
@@ -286,7 +289,7 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         if old is not None:
             why = shrink_reason(path, old, text)
             lost = [] if why else _lost_definitions(path, old, text)
-            merged = _merged(path, old, text) if why or lost else None
+            merged = _merged(path, old, text) if merge_partial and (why or lost) else None
             if merged is not None:
                 text, how = merged
                 kept = f"kept {', '.join(lost[:6])}; " if lost else ""
