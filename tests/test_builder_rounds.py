@@ -675,3 +675,20 @@ def test_a_file_given_in_part_is_merged_into_its_file_and_off_by_name_is_written
         text = (tmp_path / name / "calc.py").read_text()
         assert "return a * b" in text and ("def add" in text) is (name == "on")
         assert ("merge_partial_file" in [a["name"] for a in _audit(tmp_path / name, "repair_applied")]) is (name == "on")
+
+
+def test_a_block_without_a_path_goes_to_the_file_with_its_definitions_and_off_by_name_is_not_read(
+        tmp_path: Path) -> None:
+    pathless = "Fixed.\n```python\ndef mul(a, b):\n    return a * b\n```\n"
+    for name, off in (("on", frozenset[str]()), ("off", frozenset({"place_block_by_definitions"}))):
+        (tmp_path / name).mkdir()
+        ctx, _ = _ctx(tmp_path / name, [pathless], rounds=1)
+        ctx.settings.disabled_repairs = off
+        try:
+            builder.handle(ctx)
+        except InvalidModelResponse:
+            assert name == "off"  # no file in the reply: no round made a change
+        text = (tmp_path / name / "calc.py").read_text()
+        assert ("return a * b" in text) is (name == "on") and "def add" in text
+        placed = "place_block_by_definitions" in [a["name"] for a in _audit(tmp_path / name, "repair_applied")]
+        assert placed is (name == "on")

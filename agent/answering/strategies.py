@@ -60,6 +60,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),
+    Strategy("place_block_by_definitions", "agent/roles/builder_rounds.py",
+             "a fenced block that names no path goes to the one project file whose definitions (or a class's "
+             "methods) it shares most, to be merged there"),
     Strategy("merge_partial_file", "agent/roles/builder_rounds.py",
              "a file given whole that holds only part of the file on disk (definitions missing, or much "
              "shorter) is merged into it, where the Python merge can place its parts, rather than written as given"),

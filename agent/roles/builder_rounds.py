@@ -109,9 +109,12 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     whether the next round should ask for the function the task names alone). `finish`: the reply's
     finish reason, to say so when it was cut inside a file."""
     listing = set(project_files(ctx.workspace, 500))
-    sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)}
+    sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)} \
+        if enabled(ctx, "place_block_by_definitions") else None
     form = _form(ctx)
     found = form.read(reply, listing, sources)
+    if any(f.how == "definitions" for f in found):
+        applied(ctx, "place_block_by_definitions", paths=[f.path for f in found if f.how == "definitions"])
     cut = _cut_off(form, reply, finish, listing)
     if not found:
         return [], _TESTS_FIRST if finish == "stop_string" else cut or form.no_form, False
