@@ -66,14 +66,11 @@ _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
 # default 0.2 a small model may give the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
-# The rest of a plan cut at its loop (agent/plans/loop_cut.py): a few statements and the answer.
-_RESUME_MAX_TOKENS = 512
-# ... and when the cut left a call open, its missing text first (an edit's `new`, often as long as
-# its `old`), which 512 tokens may not hold.
-_RESUME_WITH_ARGUMENT_MAX_TOKENS = 1024
+# The rest of a plan cut at its loop (plans/loop_cut.py): a few statements and the answer; 1,024 when
+# the cut left a call open, its missing text first (an edit's `new`, often as long as its `old`).
+_RESUME_MAX_TOKENS, _RESUME_WITH_ARGUMENT_MAX_TOKENS = 512, 1024
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
-_LOWERED_MAX_TOKENS = {"builder": 2048}
-_LOWERED_DEFAULT = 1024
+_LOWERED_MAX_TOKENS, _LOWERED_DEFAULT = {"builder": 2048}, 1024
 _BRIEF = ("Be brief: only the answer, no explanations; short summaries; for existing files use edits "
           "(exact old text → new text) instead of whole contents.")
 
@@ -215,6 +212,9 @@ class _Loop:
 
     def ask_less(self, why: str) -> None:
         """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
+        if not enabled(self.ctx, "ask_less_after_timeout"):
+            return
+        applied(self.ctx, "ask_less_after_timeout")
         current = self.max_tokens or _LOWERED_MAX_TOKENS.get(self.spec.role, _LOWERED_DEFAULT) * 2
         self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
         switched = self.switch_to_json(f"{why}: asking for the JSON answer instead of a plan")

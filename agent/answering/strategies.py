@@ -30,6 +30,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("wider_temperature", "agent/answering/loop.py",
              "after the same rejected answer or the same error twice, the next request samples at a higher "
              "temperature"),
+    Strategy("ask_less_after_timeout", "agent/answering/loop.py",
+             "after a request that timed out, the next asks for half the max_tokens with a note to be brief "
+             "(and, for a plan, the JSON answer instead)"),
     Strategy("switch_to_json", "agent/answering/loop.py",
              "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
              "again as the JSON answer with its schema"),
