@@ -179,6 +179,25 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
            '<all of stack.py, with your change>}]' in note
     audit = _audit(workspace)
     assert [a["line"] for a in audit if a.get("event") == "answer_copied_example"] == ['return "1.0"']
+    assert [a["attempt"] for a in audit if a.get("name") == "refuse_copied_example"] == [1]
+
+
+def test_with_refuse_copied_example_off_the_copy_is_repaired_like_any_error(spawn, workspace: Path,
+                                                                            tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _project(workspace)
+    copied = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return \"1.0\"\n", "new": "y"}]})
+    whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
+                                                                "content": STACK.replace("return 5\n", "return 55\n")}]})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--disable-repair", "refuse_copied_example",
+                  replies=[copied, whole], json_schema=False)
+    done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
+                  "builder.completed")[-1]
+    assert done["status"] == "success"
+    sent = _requests(rec)
+    assert any("(A worked example" in m["content"] for m in sent[1])  # an ordinary repair: the example stays
+    assert not any("copied the worked example" in m["content"] for m in sent[1])
+    assert not [a for a in _audit(workspace) if a.get("event") == "answer_copied_example"]
 
 
 def test_the_same_failing_prose_edit_twice_is_dropped_and_the_code_kept(spawn, workspace: Path,

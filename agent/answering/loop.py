@@ -5,12 +5,9 @@ The harness, not the model, controls the loop (seed 002):
 * the first request uses the form chosen for this model and role (`agent.answering.answer_form`);
 * an invalid answer goes back with the exact error, hints that name the Lua way for Python-isms,
   and what a failed plan already wrote — a bounded number of times;
-* a repair never resends an identical request: after a timeout the next request asks for less
-  (lower `max_tokens`, a "be brief" note, the constrained JSON form instead of a free plan); a
-  cut-off answer (`finish_reason: length`) is told so; the same invalid answer twice switches
-  the form (plan → JSON with its schema) instead of asking a third time, or ends the asking;
-* after the budget, a role may salvage the last answer by dropping what failed its rules (a
-  finding that cites no real file, an edit of a forbidden spec section), with a log line;
+* a repair never resends an identical request: each named strategy (strategies.py) changes what
+  is asked next — less after a timeout, the JSON form after the same plan error twice, ...;
+* after the budget, a role may salvage the last answer by dropping what failed its rules;
 * an action list is executed and its results are sent back for the final answer, also bounded.
 """
 
@@ -152,11 +149,8 @@ class _Loop:
         return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
 
     def ban_name(self, name: str, attempt: int) -> bool:
-        """Hold the next grammar-held plan to no variable `name` (a global the plan used without
-        defining it); False when the form is not the grammar or the name is banned already.
-
-        A repair message naming the unknown global is not enough: a small model may send the same
-        plan back byte for byte."""
+        """Hold the next grammar-held plan to no variable `name` (a global it used without defining
+        it; told so, a small model sends the same plan back); False when not the grammar or banned."""
         if self.form.name != "grammar" or name in self.banned or not enabled(self.ctx, "ban_unknown_name"):
             return False
         grammar = grammar_for(self.spec.role, self.banned | {name}, self.spec.anchors)
@@ -193,6 +187,13 @@ class _Loop:
                               reason=f"{why}: {narrowing.reason}")
         return narrowing.note(rejected)
 
+    def copied(self, text: str) -> str | None:
+        """The worked example's line `text` repeats, if any (strategy refuse_copied_example)."""
+        from agent.answering.conversation import copied_example_line
+
+        on = enabled(self.ctx, "refuse_copied_example")
+        return copied_example_line(self.messages, text, self.example, task=self.task) if on else None
+
     def start_over(self, message: str) -> None:
         """The conversation again from the task alone, told `message`: without the worked example
         and without the rejected answers, which a small model copies into every later answer
@@ -226,8 +227,6 @@ class _Loop:
 
 def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     """Ask the model until a valid answer arrives or the repair budget runs out."""
-    from agent.answering.conversation import copied_example_line
-
     model = ctx.require_model()
     loop = _Loop(ctx, spec, user)
     tool_rounds = 0
@@ -265,7 +264,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 loop.candidate = answer
                 loop.candidate_attempt = attempt
                 raise
-            copied = copied_example_line(loop.messages, reply.text, loop.example, task=loop.task)
+            copied = loop.copied(reply.text)
             if copied is not None:  # valid in form, but about the example, not the task
                 raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
                                     "project; answer about this task's own files")
@@ -309,8 +308,6 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
     """What follows a rejected reply: an early salvage (an Answer), or `_ASK` again (with the repair
     message or a fresh start set up in `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt
     spent) or `_GIVE_UP`."""
-    from agent.answering.conversation import copied_example_line
-
     loop.last = exc
     ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                      error=exc.message, cut_off=cut_off)
@@ -342,10 +339,11 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
             return _GIVE_UP
         loop.extended = last_chance = True
     message = _repair_prompt(ctx, loop, exc, text, attempt, cut_off, looped, last_chance)
-    copied = copied_example_line(loop.messages, text, loop.example, task=loop.task)
+    copied = loop.copied(text)
     if copied is not None:
         # Repairing an answer about the example gets it again: start over without it at once.
         ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
+        applied(ctx, "refuse_copied_example", attempt=attempt)
         note = loop.narrow("the answer copied the worked example", text)
         loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
                         "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))

@@ -33,6 +33,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("ask_less_after_timeout", "agent/answering/loop.py",
              "after a request that timed out, the next asks for half the max_tokens with a note to be brief "
              "(and, for a plan, the JSON answer instead)"),
+    Strategy("refuse_copied_example", "agent/answering/loop.py",
+             "an answer that repeats a line of the worked example (shown where the server holds no schema) is "
+             "refused, and the question asked afresh without the example"),
     Strategy("switch_to_json", "agent/answering/loop.py",
              "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
              "again as the JSON answer with its schema"),
