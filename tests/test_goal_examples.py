@@ -47,6 +47,17 @@ def test_the_reviewer_sees_the_examples_but_they_never_overrule_its_verdict(spaw
     assert json.loads((workspace / "reviews" / "T-0001.json").read_text())["status"] == "approved"
     prompt = _requests(rec)[0]
     assert "## The goal's own examples, run on the code now by the agent\n- f_to_c(212): returned 194.22" in prompt
+    assert '"name":"goal_examples"' in (workspace / "logs/luallm-agent/audit.jsonl").read_text().replace(" ", "")
+
+
+def test_with_goal_examples_off_no_prompt_shows_them(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "temp.py").write_text(BUGGY)
+    approve = json.dumps({"status": "approved", "summary": "looks right", "findings": []})
+    rec = tmp_path / "rec.jsonl"
+    agent = spawn("reviewer", "--record", str(rec), "--test-command", "true", "--disable-repair", "goal_examples",
+                  replies=[approve])
+    assert events(agent.run(make_command("review", inputs=GOAL)), "review.completed")[-1]["status"] == "approved"
+    assert "The goal's own examples" not in _requests(rec)[0]
 
 
 def test_an_exception_the_goal_names_is_an_example_too() -> None:

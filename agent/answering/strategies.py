@@ -120,6 +120,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "a spec answer's contradictions are resolved by the agent: one section edit outside its list is "
              "listed, 'updated' with no edits is no_changes_needed, changes_requested with none named takes "
              "its summary as the change"),
+    Strategy("goal_examples", "agent/roles/goal_examples.py",
+             "calls with their results that the goal's prose gives (`f(2) returns 4`) are run on the code as it "
+             "is, and the builder's, reviewer's and spec maintainer's prompts show what they return now"),
     Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
              "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
     Strategy("approval_stands_on_same_code", "agent/roles/reviewer.py",

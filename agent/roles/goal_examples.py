@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from agent.answering.answer_spec import strings_in
+from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import is_test_path
 from agent.errors import AgentError, ShuttingDown
@@ -198,12 +199,15 @@ def run_examples(ctx: CommandContext, examples: list[Example]) -> list[dict[str,
 
 
 def run_goal_examples(ctx: CommandContext) -> list[dict[str, Any]]:
-    """The goal's examples run on the code as it is; [] without them or without a sandbox (a `warn` log)."""
+    """The goal's examples run on the code as it is; [] without them, without a sandbox (a `warn` log)
+    or with the strategy `goal_examples` off."""
     examples = examples_of(ctx)
-    if not examples:
+    if not examples or not enabled(ctx, "goal_examples"):
         return []
     try:
-        return run_examples(ctx, examples)
+        checked = run_examples(ctx, examples)
+        applied(ctx, "goal_examples", count=len(checked))
+        return checked
     except ShuttingDown:
         raise
     except AgentError as exc:  # no sandbox for commands here: go on without them
