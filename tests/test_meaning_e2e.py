@@ -154,19 +154,24 @@ def test_a_whole_file_answer_holding_one_method_is_merged_into_its_class(spawn, 
     assert log["fields"]["notes"] == ["files[0] held only part of stack.py: replaced Stack.op5"]
 
 
-def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files(spawn, workspace: Path,
-                                                                                 tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _copied_example(spawn, workspace: Path, tmp_path: Path, *flags: str):  # type: ignore[no-untyped-def]
+    """A builder whose first JSON answer edits the worked example's old text, then a right whole file."""
     _project(workspace)
     # Qwen2.5-Coder-0.5B under real lorch: the worked example's old text, in every first answer
     copied = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return \"1.0\"\n", "new": "y"}]})
     whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
                                                                 "content": STACK.replace("return 5\n", "return 55\n")}]})
     rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--answers", "json", "--record", str(rec), replies=[copied, whole], json_schema=False)
+    agent = spawn("builder", "--answers", "json", "--record", str(rec), *flags, replies=[copied, whole],
+                  json_schema=False)
     out = agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"}))
-    done = events(out, "builder.completed")[-1]
+    return events(out, "builder.completed")[-1], _requests(rec)
+
+
+def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files(spawn, workspace: Path,
+                                                                                 tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    done, sent = _copied_example(spawn, workspace, tmp_path)
     assert done["status"] == "success" and (workspace / "stack.py").read_text().count("return 55\n") == 1
-    sent = _requests(rec)
     assert len(sent) == 2  # no second question about the example
     assert any("(A worked example" in m["content"] for m in sent[0])
     # ... from the task alone: without the worked example and the rejected answer
@@ -184,17 +189,8 @@ def test_an_answer_copying_the_worked_example_starts_over_at_once_in_whole_files
 
 def test_with_refuse_copied_example_off_the_copy_is_repaired_like_any_error(spawn, workspace: Path,
                                                                             tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    _project(workspace)
-    copied = json.dumps({"summary": "x", "edits": [{"path": "stack.py", "old": "    return \"1.0\"\n", "new": "y"}]})
-    whole = json.dumps({"summary": "op5 returns 55", "files": [{"path": "stack.py",
-                                                                "content": STACK.replace("return 5\n", "return 55\n")}]})
-    rec = tmp_path / "rec.jsonl"
-    agent = spawn("builder", "--answers", "json", "--record", str(rec), "--disable-repair", "refuse_copied_example",
-                  replies=[copied, whole], json_schema=False)
-    done = events(agent.run(make_command("implement", inputs={"goal": "op5 in stack.py returns 55"})),
-                  "builder.completed")[-1]
+    done, sent = _copied_example(spawn, workspace, tmp_path, "--disable-repair", "refuse_copied_example")
     assert done["status"] == "success"
-    sent = _requests(rec)
     assert any("(A worked example" in m["content"] for m in sent[1])  # an ordinary repair: the example stays
     assert not any("copied the worked example" in m["content"] for m in sent[1])
     assert not [a for a in _audit(workspace) if a.get("event") == "answer_copied_example"]
