@@ -64,6 +64,7 @@ class FileWrite:
     content: str
     source: str  # "files[0]", "edits[2]", ... (the entries that produced this content)
     notes: list[str] = field(default_factory=list)  # edits placed by a near match, for the log
+    merged_part: bool = False  # a whole file that held only part of the file on disk, merged into it
 
 
 def shrink_reason(path: str, old: str, new: str) -> str | None:
@@ -286,12 +287,13 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         old = current(path)
         notes: list[str] = []
         text = _unfenced(path, f["content"], where, notes)
+        part = False
         if old is not None:
             why = shrink_reason(path, old, text)
             lost = [] if why else _lost_definitions(path, old, text)
             merged = _merged(path, old, text) if merge_partial and (why or lost) else None
             if merged is not None:
-                text, how = merged
+                (text, how), part = merged, True
                 kept = f"kept {', '.join(lost[:6])}; " if lost else ""
                 notes.append(f"{where} held only part of {path}: {kept}{how}")
                 why = shrink_reason(path, old, text)
@@ -302,7 +304,7 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
             if why:
                 raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
                                   f"or change it with edits like {EDIT_SHAPE.replace('src/app.py', path)}", path=path)
-        pending[path] = FileWrite(path, text, where, notes)
+        pending[path] = FileWrite(path, text, where, notes, merged_part=part)
     for i, e in enumerate(answer.get("edits") or []):
         where = f"edits[{i}]"
         if where in skip:

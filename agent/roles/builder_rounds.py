@@ -131,7 +131,7 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
         try:
             [write] = planned_writes(ctx.workspace, {"files": [{"path": f.path, "content": f.content}]},
                                      merge_partial=enabled(ctx, "merge_partial_file"))
-            if any("held only part of" in n for n in write.notes):
+            if write.merged_part:
                 applied(ctx, "merge_partial_file", path=write.path)
             ctx.workspace.check_write(write.path, write.content, policy=ctx.policy)  # path policy, secret guard
         except AgentError as exc:
