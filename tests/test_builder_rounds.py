@@ -337,7 +337,8 @@ def test_passing_tests_end_the_rounds_even_where_the_goals_examples_fail(tmp_pat
     ctx.cmd.inputs["goal"] = "Fix calc.py, and create stats.py with mean(values): mean([1, 2]) == 1.5."
     out = builder.handle(ctx)
     assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 1 and len(model.requests) == 1
-    assert "return sum(xs)\n" in (tmp_path / "stats.py").read_text() and not _audit(tmp_path, "repair_applied")
+    assert "return sum(xs)\n" in (tmp_path / "stats.py").read_text()
+    assert [r["name"] for r in _audit(tmp_path, "repair_applied")] == ["goal_examples"]  # run, shown, not judged
 
 
 def test_a_reply_that_goes_on_to_give_the_tests_back_is_ended_there(tmp_path: Path) -> None:
