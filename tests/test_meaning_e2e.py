@@ -255,6 +255,22 @@ def test_reviewer_finding_beyond_the_end_of_a_file_is_repaired_then_its_line_dro
     assert "  1| def add(a, b):" in requests[0][-1]["content"]  # numbered, so lines can be cited
 
 
+def test_an_approval_citing_a_file_that_does_not_exist_is_taken_without_that_note_unless_switched_off(
+        spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    stray = json.dumps({"status": "approved", "summary": "fine", "findings": [{"path": "nowhere.py", "comment": "x"}]})
+    clean = json.dumps({"status": "approved", "summary": "fine", "findings": []})
+    # (the second run reviews the same code: its last approval would stand without a question)
+    for on in (True, False):
+        rec = tmp_path / f"rec-{on}.jsonl"
+        off = ["--disable-repair", "approval_stands_on_same_code"] + \
+            ([] if on else ["--disable-repair", "approval_keeps_grounded_notes"])
+        agent = spawn("reviewer", "--record", str(rec), *off, replies=[stray, clean])
+        done = events(agent.run(make_command("review", key=f"ik:{'ab' * 16}{on}")), "review.completed")[-1]
+        assert done["status"] == "approved" and done["payload"]["findings"] == []
+        assert len(_requests(rec)) == (1 if on else 2)  # off: sent back for a repair
+
+
 def test_implement_changes_without_an_applicable_answer_keeps_passing_code_and_says_so(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     import sys
 

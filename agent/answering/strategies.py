@@ -125,6 +125,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "is, and the builder's, reviewer's and spec maintainer's prompts show what they return now"),
     Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
              "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
+    Strategy("approval_keeps_grounded_notes", "agent/roles/reviewer.py",
+             "an approval whose findings cite files or lines that do not exist is taken without them (notes on an "
+             "approval change nothing in lorch) instead of being sent back for a repair"),
     Strategy("approval_stands_on_same_code", "agent/roles/reviewer.py",
              "a review whose loop last approved the builder's files as they still are answers approved "
              "without asking the model again"),
