@@ -45,10 +45,12 @@ _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model wri
 _STUCK_ROUNDS = 3  # rounds running that moved no test forward after the last that did: the rounds end
 
 
-def system_message(form: FileForm, reason: bool = False) -> str:
-    """`reason`: for a reply asked for the failures' cause before its files (its rules say so here too)."""
+def system_message(form: FileForm) -> str:
+    """The same for every round, a reply asked for the failures' cause too (its user turn says so): the
+    server then reuses the prompt of the exchange a round continues, where a changed first message makes
+    it read the whole prompt again (on one CPU thread, minutes a round)."""
     return ("You are an expert software developer. You change a project's code so that its task is done and its "
-            "tests pass. " + (form.reason_rules if reason else form.rules) + (f"\n{form.example}" if form.example else ""))
+            "tests pass. " + form.rules + (f"\n{form.example}" if form.example else ""))
 
 
 def _form(ctx: CommandContext) -> FileForm:
@@ -238,12 +240,11 @@ def _reasons(ctx: CommandContext, log: list[dict[str, Any]], best: dict[str, Any
 
 
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
-         stop: tuple[str, ...] = (), start: str = "", reason: bool = False) -> tuple[str, str | None]:
+         stop: tuple[str, ...] = (), start: str = "") -> tuple[str, str | None]:
     """The reply's text and finish reason; `start`: the text the reply is begun with as the model's
-    turn, for it to continue (a file's path line and opening fence, or the first words of the cause);
-    `reason`: the reply is asked for the failures' cause before its files."""
+    turn, for it to continue (a file's path line and opening fence, or the first words of the cause)."""
     form = _form(ctx)
-    request = ModelRequest(messages=[{"role": "system", "content": system_message(form, reason)}, *messages,
+    request = ModelRequest(messages=[{"role": "system", "content": system_message(form)}, *messages,
                                      *([{"role": "assistant", "content": start}] if start else [])],
                            task_type="planning", role="builder", deadline=ctx.deadline, temperature=temperature,
                            max_tokens=ctx.settings.max_tokens, answer_by=_answer_by(ctx, test_s), stop=stop,
@@ -266,13 +267,13 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
 
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: RoundFiles, temperature: float,
-               must_act: bool, test_s: float = 0.0, start: str = "", reason: bool = False
+               must_act: bool, test_s: float = 0.0, start: str = ""
                ) -> tuple[dict[str, Any], str, str]:
     """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
     the next round may continue, or "")."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
-        reply, finish = _ask(ctx, messages, temperature, test_s, stops, start, reason)
+        reply, finish = _ask(ctx, messages, temperature, test_s, stops, start)
     except ShuttingDown:
         raise
     except AgentError as exc:
@@ -437,7 +438,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             applied(ctx, "begin_with_file", path=begun)
         if reason:
             applied(ctx, "reason_before_fixing", round=n, begun=bool(start))
-        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, start, reason)
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, start)
         exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
