@@ -395,6 +395,24 @@ def test_after_a_reply_that_began_with_the_tests_the_next_is_begun_with_the_file
     assert [r["path"] for r in fired] == ["calc.py"]
 
 
+def test_a_fresh_attempt_is_begun_with_the_file_to_change(tmp_path: Path) -> None:
+    # Asked round 1's prompt again at a higher temperature, a small model often names the file in an
+    # empty block and stops; begun with the file, the reply is code.
+    body = RIGHT.split("```python\n", 1)[1]
+    ctx, model = _prefill_ctx(tmp_path, [HALF, HALF, body])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 3
+    assert model.requests[2].messages[-1] == {"role": "assistant", "content": "calc.py\n```\n"}
+    assert "could not be used" not in model.requests[2].messages[-2]["content"]  # round 1's prompt
+    fired = [a["name"] for a in _audit(tmp_path, "repair_applied")]
+    assert fired[-2:] == ["fresh_attempt", "begin_with_file"]
+    (tmp_path / "off").mkdir()
+    ctx, model = _prefill_ctx(tmp_path / "off", [HALF, HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"begin_with_file"}))
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    assert model.requests[2].messages[-1]["role"] == "user"
+
+
 def test_a_begun_reply_that_comes_back_whole_is_not_begun_twice(tmp_path: Path) -> None:
     # llama.cpp's plain (unstreamed) reply holds the begun text too; a server that answers anew gives it itself.
     ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"),

@@ -220,11 +220,12 @@ def _prefills(ctx: CommandContext) -> bool:
     return caps is not None and caps.prefill
 
 
-def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str]) -> str:
+def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str], fresh: bool) -> str:
     """The file the next reply is begun with for the model ("" for none): after a reply that gave no file
-    of code, the first file to change. Shown the same prompt again, a small model most often begins the
-    same way (with the tests it was shown first, or an empty block)."""
-    if not (last and last.get("why") in (_TESTS_FIRST, _form(ctx).no_form) and targets
+    of code, or for a fresh attempt, the first file to change. Shown the same prompt again, a small model
+    most often begins the same way (with the tests it was shown first, or an empty block); asked the first
+    round's prompt at a higher temperature, it often gives the file's name in an empty block and stops."""
+    if not ((fresh or (last and last.get("why") in (_TESTS_FIRST, _form(ctx).no_form))) and targets
             and enabled(ctx, "begin_with_file")):
         return ""
     return targets[0] if _prefills(ctx) else ""
@@ -428,7 +429,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         asked_alone = bool(log) and log[-1].get("alone") and not (len(log) > 1 and log[-2].get("alone"))
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
                  and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not asked_alone)
-        begun = _begun(ctx, log[-1] if log else None, targets or [])
+        begun = _begun(ctx, log[-1] if log else None, targets or [], fresh)
         reason = _reasons(ctx, log, best, fresh, begun)
         messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange, reason)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
