@@ -80,8 +80,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "(the file would be refused), so the model stops writing it back"),
     Strategy("begin_with_file", "agent/roles/builder_rounds.py",
              "after a builder reply that gave no file of code (it began with a project test, or had no file in "
-             "the form asked for), and for a fresh attempt, the next reply is begun for the model with the path and opening fence of the "
-             "first file to change or create, on a server that continues a trailing assistant message (llama.cpp)"),
+             "the form asked for), and for a fresh attempt, the next reply is begun for the model with the path "
+             "and opening fence of the first file to change or create, on a server that continues a trailing "
+             "assistant message (llama.cpp)"),
     Strategy("reason_before_fixing", "agent/roles/builder_rounds.py",
              "a builder round whose prompt shows the tests failing (not a fresh attempt) asks for the cause in one "
              "or two sentences before the files, and begins the reply with \"The tests fail because\" where the "
