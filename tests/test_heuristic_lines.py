@@ -25,22 +25,22 @@ def test_a_gate_counts_its_statement_and_a_function_that_exits_when_off_counts_w
     h = load_bench("heuristic_lines.py")
     src = tmp_path / "m.py"
     src.write_text('def f(ctx):\n    """Doc."""\n    if not enabled(ctx, "fresh_attempt"):\n        return 1\n'
-                   '    x = 2\n    return x\n\n\ndef g(ctx):\n    y = 1\n    if enabled(ctx, "stop_when_stuck"):\n'
+                   '    x = 2\n    return x\n\n\ndef g(ctx):\n    y = 1\n    if enabled(ctx, "keep_cut_reply"):\n'
                    '        y = 2\n    return y\n')
     lines = h.strategy_lines(src)
-    assert lines == {"fresh_attempt": set(range(1, 7)), "stop_when_stuck": {11, 12}}
+    assert lines == {"fresh_attempt": set(range(1, 7)), "keep_cut_reply": {11, 12}}
 
 
 def test_each_gated_statement_counts_under_its_own_name_and_a_helper_only_it_uses_counts_whole(tmp_path: Path) -> None:
     h = load_bench("heuristic_lines.py")
     import ast
     src = ('def f(ctx):\n    for x in ctx:\n        if enabled(ctx, "fresh_attempt"):\n            _only(x)\n'
-           '        if enabled(ctx, "stop_when_stuck"):\n            _shared(x)\n    _shared(1)\n\n\n'
+           '        if enabled(ctx, "keep_cut_reply"):\n            _shared(x)\n    _shared(1)\n\n\n'
            'def _only(x):\n    return x\n\n\ndef _shared(x):\n    return x\n')
     path = tmp_path / "m.py"
     path.write_text(src)
     lines = h.strategy_lines(path)
-    assert lines == {"fresh_attempt": {3, 4}, "stop_when_stuck": {5, 6}}
+    assert lines == {"fresh_attempt": {3, 4}, "keep_cut_reply": {5, 6}}
     owned = {"m.py": {line: name for name, ls in lines.items() for line in ls}}
     h.helper_lines({"m.py": ast.parse(src)}, owned)
     assert {line for line, name in owned["m.py"].items() if name == "fresh_attempt"} == {3, 4, 10, 11}

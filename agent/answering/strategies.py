@@ -101,10 +101,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("quote_failing_tests", "agent/roles/builder_rounds.py",
              "a round after failing tests shows, under their output, the code of the test functions its "
              "tracebacks run through, up to the failing line (unittest prints only that line)"),
-    Strategy("stop_when_stuck", "agent/roles/builder_rounds.py",
-             "the builder's rounds end once three rounds running after the last one that moved the tests "
-             "forward moved none (the best state stays): more rounds of a stuck small model spend tokens and "
-             "lorch's time"),
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),

@@ -42,7 +42,6 @@ _TESTS_FIRST = ("it began to give back a file of the project's tests, which must
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
-_STUCK_ROUNDS = 3  # rounds running that moved no test forward after the last that did: the rounds end
 
 
 def system_message(form: FileForm) -> str:
@@ -340,18 +339,6 @@ def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act:
     return True
 
 
-def _stuck(ctx: CommandContext, log: list[dict[str, Any]], rounds: int) -> bool:
-    """Whether the last `_STUCK_ROUNDS` rounds moved no test forward from a state the tests ranked (an
-    earlier round that was kept), with rounds left to save (after the last, nothing is stopped). Rounds
-    that never reached one go on: until one does, the command has no change to give."""
-    moved = [i for i, e in enumerate(log) if e.get("improved")]
-    if not moved or len(log) - 1 - moved[-1] < _STUCK_ROUNDS or len(log) >= rounds \
-            or not enabled(ctx, "stop_when_stuck"):
-        return False
-    applied(ctx, "stop_when_stuck", rounds=len(log), last_moved=moved[-1] + 1)
-    return True
-
-
 def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, str] | None) -> bool:
     """Whether the next round continues the last exchange: its prompt showed the files as they now are
     (not a fresh attempt whose change was not kept), and its reply is there to be the model's own turn.
@@ -447,7 +434,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if entry["outcome"] == "unusable":
             if fresh:
                 files.roll_back()  # the best state back in place
-            if _nothing_to_change(ctx, log, must_act) or _stuck(ctx, log, rounds):
+            if _nothing_to_change(ctx, log, must_act):
                 break
             continue
         summary = words
@@ -465,7 +452,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
             files.roll_back()
         ctx.audit.record("builder_round", task_id=ctx.cmd.task_id, round=n, outcome=entry["outcome"],
                          tests=tests["status"], passed=tests.get("passed"), failed=tests.get("failed"))
-        if tests["status"] == "pass" or _stuck(ctx, log, rounds):
+        if tests["status"] == "pass":
             break
     if all(e["outcome"] == "unusable" for e in log):
         reasons = "; ".join(f"round {e['round']}: {e['why']}" for e in log)
