@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-# Decided while a round's reply is read, it shapes the round after (what that round asks for).
-_SHAPES_NEXT = frozenset({"ask_definition_alone"})
 OUTCOMES = ("pass", "better", "same", "worse", "unusable")
 
 
@@ -40,7 +38,6 @@ def _outcome(event: dict[str, Any], best: int | None) -> str:
 def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counter[str]]) -> None:
     """Add one command log's rounds to `counts` (strategy → outcome → rounds)."""
     pending: list[str] = []  # strategies that shape the next round of the builder
-    carried: list[str] = []  # decided in the last round, shaping this one
     best: int | None = None
     for e in events:
         kind = e.get("event")
@@ -52,12 +49,10 @@ def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counte
             pending = []
         elif kind in ("builder_round", "reply_unusable"):
             if e.get("round") == 1:
-                best, carried = None, []
+                best = None
             result = _outcome(e, best)
-            shaping = [n for n in pending if n not in _SHAPES_NEXT]
-            for name in {*shaping, *carried}:
+            for name in set(pending):
                 counts[name][result] += 1
-            carried = [n for n in pending if n in _SHAPES_NEXT]
             pending = []
             if kind == "builder_round" and e.get("outcome") == "kept":
                 best = int(e.get("passed") or 0)
