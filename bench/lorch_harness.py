@@ -340,6 +340,12 @@ def _jsonl(paths: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
+def audit_events(ws: Path) -> list[dict[str, Any]]:
+    """The agents' audit records of one task's workspace, oldest first (rotated files `.N` before the
+    live one); a line cut when an agent was stopped is skipped."""
+    return _jsonl(sorted((ws / AUDIT.parent).glob(AUDIT.name + "*"), reverse=True))
+
+
 def _by_action(audit: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Answer validity per lorch action. lorch sends one command at a time, so every audit record
     belongs to the command most recently accepted (its `command accepted` log names the action)."""
@@ -387,8 +393,7 @@ def measure(ws: Path) -> dict[str, Any]:
     by_action: dict[str, int] = {}
     for c in commands:
         by_action[str(c.get("action"))] = by_action.get(str(c.get("action")), 0) + 1
-    audit_paths = sorted((ws / AUDIT.parent).glob(AUDIT.name + "*"), reverse=True)  # rotated .N first
-    audit = _jsonl(audit_paths)
+    audit = audit_events(ws)
     calls = [a for a in audit if a.get("event") == "model_call"]
     validated = [a for a in audit if a.get("event") == "log" and a.get("message") == "answer validated"]
     rejected = [a for a in audit if a.get("event") == "answer_rejected"]

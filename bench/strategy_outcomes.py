@@ -22,6 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import lorch_harness as harness  # noqa: E402
+
 OUTCOMES = ("pass", "better", "same", "worse", "unusable")
 
 
@@ -63,14 +67,8 @@ def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counte
 def collect(runs: list[Path]) -> dict[str, collections.Counter[str]]:
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for run in runs:
-        for log in sorted(run.glob("*/*/ws/logs/luallm-agent/audit.jsonl")):
-            events = []
-            for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # a line cut when the agent was stopped
-            tally(events, counts)
+        for ws in sorted(run.glob("*/*/ws")):
+            tally(harness.audit_events(ws), counts)
     return counts
 
 
