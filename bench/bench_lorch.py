@@ -143,6 +143,36 @@ def strategies_fired(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _per_solved(rs: list[dict[str, Any]]) -> tuple[float, float] | None:
+    """(tokens, seconds) per solved task, None when none was solved."""
+    solved = sum(1 for r in rs if r["success"])
+    if not solved:
+        return None
+    tokens = sum(int(r.get("tokens_in_total", r.get("tokens_in", 0))) + int(r.get("tokens_out_total",
+                 r.get("tokens_out", 0))) for r in rs)
+    return tokens / solved, sum(float(r["seconds"]) for r in rs) / solved
+
+
+def margins(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> list[str]:
+    """Per model, on the tasks both ran: the fails of each, what the agent spends per solved task against
+    the model alone, and the tasks the model alone solved in its first round that the agent failed."""
+    lines = ["", "| model | tasks | agent fails | alone fails | tokens / solved (agent ÷ alone) | s / solved "
+             "(agent ÷ alone) | alone's round-1 solves the agent failed |", "|---|---|---|---|---|---|---|"]
+    for model in dict.fromkeys(r["model"] for r in agent):
+        by_task = {r["task"]: r for r in alone if r["model"] == model}
+        ours = [r for r in agent if r["model"] == model and r["task"] in by_task]
+        if not ours:
+            continue
+        theirs = [by_task[r["task"]] for r in ours]
+        mine, base = _per_solved(ours), _per_solved(theirs)
+        ratio = [f"{m / b:.2f}×" if mine and base else "-" for m, b in zip(mine or (0, 0), base or (0, 0), strict=True)]
+        lost = [r["task"] for r in ours if not r["success"] and by_task[r["task"]]["success"]
+                and by_task[r["task"]].get("passed_round") == 1]
+        lines.append(f"| {model} | {len(ours)} | {sum(not r['success'] for r in ours)} | "
+                     f"{sum(not r['success'] for r in theirs)} | {ratio[0]} | {ratio[1]} | {', '.join(lost) or 'none'} |")
+    return lines
+
+
 def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
     """Per model: the agent under lorch beside the model alone on the same tasks, then task by task."""
     head = ["model", "runner", "solved", "pass@1", "malformed replies", "model calls", "tokens in", "tokens out",
@@ -168,6 +198,7 @@ def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
                 model, runner, f"{s_n}/{n}", f"{first}/{n}", sum(int(r.get("malformed", 0)) for r in rs), calls,
                 t_in, t_out, f"{secs / n:.0f}", f"{(t_in + t_out) / s_n:.0f}" if s_n else "-",
                 f"{secs / s_n:.0f}" if s_n else "-", margin)) + " |")
+    lines += margins(agent, alone)
     lines += ["", "| task | model | agent | model alone |", "|---|---|---|---|"]
     by_key = {(r["task"], r["model"]): r for r in alone}
     for r in agent:
