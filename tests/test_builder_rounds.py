@@ -449,6 +449,24 @@ def test_a_reply_that_gives_the_cause_then_the_fixed_method_alone_is_merged_into
                                                   "    def mul(self, a, b):\n        return a * b\n")
 
 
+def test_once_a_reply_asked_for_the_cause_gave_no_file_the_command_asks_for_the_cause_no_more(
+        tmp_path: Path) -> None:
+    wrong = "calc.py\n```python\ndef add(a, b):\n    return 0\n\n\ndef mul(a, b):\n    return 1\n```\n"
+    # round 1: both fail; 2: asked for the cause, words alone; 3: a fresh attempt, one passes; 4: the fix
+    ctx, model = _prefill_ctx(tmp_path, [wrong, " mul and add are wrong.", HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, builder_rounds=4)
+    out = builder.handle(ctx)
+    assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
+        ("kept", False), ("unusable", False), ("kept", True), ("kept", False)]
+    assert out.payload["tests"]["status"] == "pass"
+    second, fourth = model.requests[1].messages, model.requests[3].messages
+    assert second[-1] == {"role": "assistant", "content": "The tests fail because"}
+    assert fourth[-1]["role"] == "user" and "First say" not in fourth[-1]["content"]
+    assert "FAIL: test_mul" in fourth[-1]["content"]  # still shown the failures, asked for the files
+    fired = [r["round"] for r in _audit(tmp_path, "repair_applied") if r["name"] == "reason_before_fixing"]
+    assert fired == [2]
+
+
 def test_the_cause_first_is_asked_without_begun_words_where_the_server_answers_anew_and_not_when_off(
         tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, [HALF, RIGHT], model_cls=FakeModel)

@@ -216,8 +216,12 @@ def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str],
 
 def _reasons(ctx: CommandContext, log: list[dict[str, Any]], best: dict[str, Any], fresh: bool, begun: str) -> bool:
     """Whether the next reply is asked for the failures' cause in words before its files: a round whose
-    prompt shows the tests failing (not a fresh attempt or a reply begun with a file). See `FileForm.reason_rules`."""
+    prompt shows the tests failing (not a fresh attempt or a reply begun with a file), unless a reply so asked
+    in this command gave no usable file: a model that answers the ask with words alone does so again.
+    See `FileForm.reason_rules`."""
     if fresh or begun or not log or not enabled(ctx, "reason_before_fixing"):
+        return False
+    if any(e.get("reasoned") and e["outcome"] == "unusable" for e in log):
         return False
     return log[-1]["outcome"] != "unusable" or best.get("status") == "fail"
 
@@ -407,6 +411,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
+        if reason:
+            entry["reasoned"] = True
         log.append(entry)
         if entry["outcome"] == "unusable":
             if fresh:
