@@ -339,6 +339,8 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     # a fresh conversation, not a repair of the answer it kept defending
     assert [m["role"] for m in _requests(rec)[1]] == ["system", "user"] and "# Task T-0001" in repair
     assert any(r["event"] == "answer_start_over" for r in _audit(workspace))
+    assert "The goal names this code, as it is now:\ntemp.py\n```\ndef f_to_c(f):" in repair
+    assert "return f - 32 * 5 / 9\n```\nWork out step by step what it returns" in repair
     (workspace / "temp.py").write_text(src)  # a goal about docstrings may change nothing else
     agent = spawn("builder", "--answers", "json", replies=[same])
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),

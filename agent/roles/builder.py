@@ -33,6 +33,7 @@ from agent.edits.changes import (
     FileWrite,
     check_change_entries,
     is_test_path,
+    named_definitions,
     planned_writes,
     unchanged_code,
 )
@@ -182,9 +183,15 @@ def _rules(ctx: CommandContext):  # type: ignore[no-untyped-def]
                                 f"(like [{EDIT_SHAPE}]), or say in `no_changes_reason` why nothing needs to change")
         same = unchanged_code(ctx.workspace, writes) if ctx.cmd.action == "implement" and not _about_prose(ctx) else []
         if same:
+            goal = " ".join(strings_in(ctx.cmd.inputs))
+            shown = "".join(f"\n{d}" for d in named_definitions(ctx.workspace, same, goal))
             raise StartOver(f"this change leaves what {', '.join(same)} does exactly as it was (only docstrings "
-                            "or layout differ), so the task is not done. Read the goal again and change the code "
-                            "it names so that it does what the goal asks")
+                            "or layout differ), so the task is not done. "
+                            + (f"The goal names this code, as it is now:{shown}\nWork out step by step what it "
+                               "returns for the values in the goal; where that differs from what the goal "
+                               "says, change it." if shown else
+                               "Read the goal again and change the code it names so that it does what the goal "
+                               "asks"))
     return check
 
 
