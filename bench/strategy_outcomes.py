@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lorch_harness as harness  # noqa: E402
 
+# Decided while a round's reply is read, it shapes the round after (what that round asks for).
+_SHAPES_NEXT = frozenset({"ask_definition_alone"})
 OUTCOMES = ("pass", "better", "same", "worse", "unusable")
 
 
@@ -42,6 +44,7 @@ def _outcome(event: dict[str, Any], best: int | None) -> str:
 def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counter[str]]) -> None:
     """Add one command log's rounds to `counts` (strategy → outcome → rounds)."""
     pending: list[str] = []  # strategies that shape the next round of the builder
+    carried: list[str] = []  # decided in the last round, shaping this one
     best: int | None = None
     for e in events:
         kind = e.get("event")
@@ -53,10 +56,12 @@ def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counte
             pending = []
         elif kind in ("builder_round", "reply_unusable"):
             if e.get("round") == 1:
-                best = None
+                best, carried = None, []
             result = _outcome(e, best)
-            for name in set(pending):
+            shaping = [n for n in pending if n not in _SHAPES_NEXT]
+            for name in {*shaping, *carried}:
                 counts[name][result] += 1
+            carried = [n for n in pending if n in _SHAPES_NEXT]
             pending = []
             if kind == "builder_round" and e.get("outcome") == "kept":
                 best = int(e.get("passed") or 0)

@@ -63,6 +63,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "(a [ ] list, {\"a\": 1}, backslash patterns, None/len/elif ...)"),
     Strategy("close_swallowed_string", "agent/answering/interpret.py",
              "a plan whose long string ran on into its own code has the string closed where the code resumes"),
+    Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
+             "a builder reply that changed nothing is shown the function the task names and asked for it alone "
+             "(merged into its file)"),
     Strategy("place_block_by_definitions", "agent/roles/builder_rounds.py",
              "a fenced block that names no path goes to the one project file whose definitions (or a class's "
              "methods) it shares most, to be merged there"),
