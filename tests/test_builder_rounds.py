@@ -432,6 +432,15 @@ def test_a_new_module_the_task_names_is_the_file_a_reply_is_begun_with(tmp_path:
     assert (tmp_path / "stats.py").read_text() == "def mean(xs):\n    return sum(xs) / len(xs)\n"
 
 
+def test_a_begun_file_whose_fence_the_model_opens_again_is_read_without_that_line(tmp_path: Path) -> None:
+    # round 1 begins with the tests; round 2 is begun "calc.py\n```\n" and the model writes "```python" first
+    again = "```python\n" + RIGHT.split("```python\n", 1)[1]
+    ctx, model = _prefill_ctx(tmp_path, [ModelReply(text="", finish_reason="stop_string"), again])
+    out = builder.handle(ctx)
+    assert model.requests[1].messages[-1] == {"role": "assistant", "content": "calc.py\n```\n"}
+    assert out.payload["tests"]["status"] == "pass" and "```" not in (tmp_path / "calc.py").read_text()
+
+
 def test_a_reply_begun_for_the_model_is_not_begun_on_a_server_that_answers_anew(tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, ["```\ncalc.py\n```", RIGHT], model_cls=FakeModel)
     out = builder.handle(ctx)
