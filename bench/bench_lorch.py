@@ -194,10 +194,10 @@ def comparison(agent: list[dict[str, Any]], alone: list[dict[str, Any]]) -> str:
             secs = sum(float(r["seconds"]) for r in rs)
             s_n = solved[runner]
             margin = f"{s_n - solved['alone']:+d}" if runner == "agent" and rows["alone"] else ""
+            per = _per_solved(rs)
             lines.append("| " + " | ".join(str(x) for x in (
                 model, runner, f"{s_n}/{n}", f"{first}/{n}", sum(int(r.get("malformed", 0)) for r in rs), calls,
-                t_in, t_out, f"{secs / n:.0f}", f"{(t_in + t_out) / s_n:.0f}" if s_n else "-",
-                f"{secs / s_n:.0f}" if s_n else "-", margin)) + " |")
+                t_in, t_out, f"{secs / n:.0f}", *([f"{x:.0f}" for x in per] if per else ["-", "-"]), margin)) + " |")
     lines += margins(agent, alone)
     lines += ["", "| task | model | agent | model alone |", "|---|---|---|---|"]
     by_key = {(r["task"], r["model"]): r for r in alone}

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from agent.fences import file_blocks
 
-__all__ = ["FencedFile", "files_in_reply", "open_file", "closed_fenced", "path_lines", "prose_of", "FORMAT_RULES"]
+__all__ = ["FencedFile", "files_in_reply", "open_file", "closed_fenced", "path_lines", "prose_of", "FORMAT_RULES",
+           "begun_rest"]
 
 FORMAT_RULES = ("Answer with every file you change or create, and no other: the file's path on a line of its "
                 "own, then the whole new content of the file in a fenced code block (``` on the lines before and after it). "
@@ -168,6 +169,14 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
 
 
 _OPENING = re.compile(r"^[ \t]*(?:`{3,}|~{3,})([^\n`]*)$", re.M)
+
+
+def begun_rest(rest: str) -> str:
+    """What a model wrote after a reply begun with a file's path and opening fence, without a fence it
+    opened again (that line is no code, and the file would not parse)."""
+    stripped = rest.lstrip("\n")
+    again = _OPENING.match(stripped)
+    return stripped[again.end():].removeprefix("\n") if again else rest
 
 
 def open_file(reply: str, known: set[str]) -> str | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from agent.answering.fenced_files import (
     FORMAT_RULES,
     FencedFile,
+    begun_rest,
     closed_fenced,
     files_in_reply,
     open_file,
@@ -49,6 +50,7 @@ class FileForm:
     starts: Callable[[str], tuple[str, ...]]   # how a reply begins writing `path` (stop strings)
     begin: Callable[[str], str]          # the text a reply is begun with for the model, writing `path`
     prose: Callable[[str], str]          # the reply's own words, as a one-line summary
+    begun_rest: Callable[[str], str] = str   # what the model wrote after `begin`, as it goes into the file
     example: str = ""                    # a worked example, for the system message only
 
     @property
@@ -78,7 +80,7 @@ FENCED = FileForm(
     no_form="it had no file in the form asked for (the path on its own line, then the whole file in a fenced block)",
     read=files_in_reply, open_file=open_file, close=closed_fenced,
     starts=lambda path: tuple(f"{line}\n```" for line in path_lines(path)),
-    begin=lambda path: f"{path}\n```\n", prose=prose_of)
+    begin=lambda path: f"{path}\n```\n", prose=prose_of, begun_rest=begun_rest)
 
 LUA = FileForm(
     name="lua", rules=LUA_RULES,

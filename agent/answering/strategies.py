@@ -85,8 +85,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "assistant message (llama.cpp)"),
     Strategy("reason_before_fixing", "agent/roles/builder_rounds.py",
              "a builder round whose prompt shows the tests failing (not a fresh attempt, and not once a reply so "
-             "asked gave no file) asks for the cause in one or two sentences before the files, and begins the reply with \"The tests fail because\" where the "
-             "server continues an assistant turn"),
+             "asked gave no file) asks for the cause in one or two sentences before the files, and begins the "
+             "reply with \"The tests fail because\" where the server continues an assistant turn"),
     Strategy("fresh_attempt", "agent/roles/builder_rounds.py",
              "after a builder round that moved no test forward, the next starts again from the files as they "
              "were before the command, at the varied temperature: an independent attempt (the best state so far "

@@ -11,7 +11,6 @@ out of the goal's prose.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +41,6 @@ _TESTS_FIRST = ("it began to give back a file of the project's tests, which must
                 "code before it: give only the files of code you change")
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
 _CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
-_FENCE_OPENER = re.compile(r"[ \t]*\n?[ \t]*```[\w+.-]*[ \t]*\n")
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
 
@@ -261,9 +259,7 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
     if start:
         # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.
         if not text.lstrip().startswith(start.split("\n")[0]):
-            # Continuing after a begun opening fence, a model may open it again: that line is no code.
-            reopened = _FENCE_OPENER.match(text) if start.endswith("```\n") else None
-            text = start + text[reopened.end():] if reopened else start + text
+            text = start + (text if start == REASON_START else form.begun_rest(text))
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
         applied(ctx, "stop_at_test_file", chars=len(text))
         return form.close(text), "stop_string"  # (a stop string that took the file's close too)
