@@ -110,6 +110,21 @@ def test_a_fresh_attempt_that_gave_nothing_usable_is_not_asked_again_the_same_wa
     fourth = model.requests[3].messages[-1]["content"]  # the best state, why the reply failed, the failures
     assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in fourth
     assert "could not be used" in fourth and "test_mul" in fourth
+
+
+def test_a_fresh_attempt_that_did_worse_is_followed_by_the_best_code_and_its_failures(tmp_path: Path) -> None:
+    # round 2 gives the kept file back; round 3, a fresh attempt, breaks the import (undone); round 4
+    # is no second fresh attempt: it shows the best code and why it fails, not the undone attempt's errors
+    ctx, model = _ctx(tmp_path, [HALF, HALF, BROKEN, RIGHT], rounds=4)
+    out = builder.handle(ctx)
+    assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
+        ("kept", False), ("unusable", False), ("rolled back", True), ("kept", False)]
+    fourth = model.requests[3].messages[-1]["content"]
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in fourth and "The tests still fail" in fourth
+    assert "FAIL: test_mul" in fourth and "nowhere_to_be_found" not in fourth
+    assert model.requests[3].temperature == 0.6  # the fresh attempt moved nothing: still varied
+    assert out.payload["tests"]["status"] == "pass"
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")].count("fresh_attempt") == 1
     assert out.payload["tests"]["status"] == "pass"
 
 

@@ -166,6 +166,10 @@ def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replie
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
         return why + (_failures(best, "## The tests still fail on the files above\n", own, read)
                       if best.get("status") == "fail" else "")
+    if last["outcome"] == "rolled back" and last.get("fresh"):
+        # the failures of the code shown, not of the attempt that was undone
+        return _failures(best, "## The tests still fail on the files above\nAn attempt from the code as it was "
+                               "before did worse and was undone. ", own, read)
     if last["outcome"] == "rolled back":
         undone = "That change left the tests worse than before, so it was undone: " + (
             "the files are again as shown above. " if replied else "the files above show the best code so far. ")
@@ -413,13 +417,14 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
-        # A fresh attempt sends the first round's prompt again; after one whose reply could not be used,
-        # that prompt would most likely bring the same reply back, so this round shows the best state and why;
-        # after a reply that changed nothing and has a function to be asked for alone, this round asks for it
-        # (once: a reply to that ask that changes nothing again is followed by a fresh attempt).
+        # A fresh attempt sends the first round's prompt again: never twice running, as the round after one
+        # shows the best state and its failures (a fresh prompt shows none, so fresh attempts alone never let
+        # the model see why its best code fails); after a reply that changed nothing and has a function to be
+        # asked for alone, this round asks for it (once: a reply to that ask that changes nothing again is
+        # followed by a fresh attempt).
         asked_alone = bool(log) and log[-1].get("alone") and not (len(log) > 1 and log[-2].get("alone"))
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-                 and not (log[-1].get("fresh") and log[-1]["outcome"] == "unusable") and not asked_alone)
+                 and not log[-1].get("fresh") and not asked_alone)
         begun = _begun(ctx, log[-1] if log else None, targets or [], fresh)
         reason = _reasons(ctx, log, best, fresh, begun)
         messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange, reason)
