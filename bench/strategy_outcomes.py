@@ -9,7 +9,8 @@ pass), `better` (more tests pass), `same`, `worse` (rolled back), `unusable` (no
 taken from the reply). One that ends the rounds or acts after them is only counted (`fired`).
 Rounds are no counterfactual: a strategy whose rounds never pass or move a test forward, over many
 runs, is the one to switch off in a benchmark run (`--agent-arg=--disable-repair=NAME`) and then
-remove (MASTER-SPEC §12).
+remove (MASTER-SPEC §12). Rounds no strategy shaped are counted apart, as the baseline: round 1, and
+later rounds shown the failures as they are.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import lorch_harness as harness  # noqa: E402
 # Decided while a round's reply is read, it shapes the round after (what that round asks for).
 _SHAPES_NEXT = frozenset({"ask_definition_alone"})
 OUTCOMES = ("pass", "better", "same", "worse", "unusable")
+ROUND_ONE, PLAIN = "(round 1, no strategy)", "(later round, no strategy)"
 
 
 def _outcome(event: dict[str, Any], best: int | None) -> str:
@@ -59,7 +61,8 @@ def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counte
                 best, carried = None, []
             result = _outcome(e, best)
             shaping = [n for n in pending if n not in _SHAPES_NEXT]
-            for name in {*shaping, *carried}:
+            # A round no strategy shaped is the baseline the others are read against.
+            for name in {*shaping, *carried} or {ROUND_ONE if e.get("round") == 1 else PLAIN}:
                 counts[name][result] += 1
             carried = [n for n in pending if n in _SHAPES_NEXT]
             pending = []

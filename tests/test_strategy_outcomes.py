@@ -33,12 +33,16 @@ def test_each_round_is_credited_to_the_strategies_that_shaped_it(tmp_path: Path)
         {"event": "builder_round", "round": 4, "outcome": "kept", "tests": "pass", "passed": 2},
         {"event": "repair_applied", "name": "take_out_own_tests"},
         {"event": "model_call", "role": "reviewer"},
+        {"event": "log", "message": "command accepted"},  # a command whose rounds no strategy shaped
+        {"event": "builder_round", "round": 1, "outcome": "kept", "tests": "fail", "passed": 1},
+        {"event": "builder_round", "round": 2, "outcome": "kept", "tests": "fail", "passed": 1},
     ])
     counts = load_bench("strategy_outcomes.py").collect([run])
     assert {k: dict(v) for k, v in counts.items()} == {
         "write_goal_tests": {"better": 1}, "reason_before_fixing": {"unusable": 1},
         "ask_definition_alone": {"worse": 1}, "fresh_attempt": {"worse": 1, "pass": 1},
-        "take_out_own_tests": {"fired": 1}}
+        "take_out_own_tests": {"fired": 1}, "(round 1, no strategy)": {"better": 1},
+        "(later round, no strategy)": {"same": 1}}
 
 
 def test_the_table_and_a_missing_folder(tmp_path: Path) -> None:
