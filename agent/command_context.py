@@ -39,8 +39,7 @@ class RoleSettings:
     max_review_rounds: int = 4  # review rounds on one task before the agent ends lorch's loop
     max_spec_rounds: int = 4    # update_spec rounds on one task, likewise
     context_bytes: int = 12 * 1024  # the builder's extra small project files, on top of the files it must see
-    test_repairs: int = 2  # builder: new answers asked for when its change fails the tests (lorch fails the run)
-    builder_rounds: int = 6  # builder, answers as text: write → test → read the failures rounds (builder_rounds.py)
+    builder_rounds: int = 6  # builder: write → test → read the failures rounds (builder_rounds.py)
     disabled_repairs: frozenset[str] = frozenset()  # --disable-repair: names from agent.answering.strategies
 
     @property

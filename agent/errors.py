@@ -42,7 +42,6 @@ AgentError
 │   ├── SkillNotFound             skill_not_found
 │   └── SkillDependencyError      skill_dependency_error
 ├── InvalidAnswer                 invalid_model_response (fed back to the model, never sent as is)
-│   └── StartOver                 invalid_model_response
 ├── SandboxUnavailable            sandbox_unavailable
 ├── SupervisedError
 │   ├── HomeConfigInvalid         home_config_invalid
@@ -68,7 +67,7 @@ __all__ = [
     "VersionMismatch", "WorkspaceError", "PathRejected", "ArtifactWriteFailed", "FileUnreadable",
     "SecretInArtifact", "ModelError",
     "ModelNotConfigured", "ModelTimeout", "ModelNotRunning", "NoModelAvailable", "ReplayMiss",
-    "InvalidModelResponse", "InvalidAnswer", "StartOver", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing", "LoopLimit",
+    "InvalidModelResponse", "InvalidAnswer", "RoleError", "ForbiddenSpecEdit", "PlanFileMissing", "LoopLimit",
     "ReviewLoopLimit", "SpecLoopLimit",
     "PlanError", "PlanInvalid", "PlanRuntimeError", "PlanInstructionLimit", "PlanTimeout",
     "PlanMemoryExceeded", "PlanQuotaExceeded", "SandboxViolation", "SandboxUnavailable", "SkillError",
@@ -210,12 +209,6 @@ class InvalidAnswer(AgentError):
     as it is: the answer loop sends the message back to the model, and only when the attempts run
     out does the command fail, as `invalid_model_response`."""
     code = "invalid_model_response"
-
-
-class StartOver(InvalidAnswer):
-    """An answer whose whole frame is wrong: the next request starts over (narrowed when the role
-    has a stricter form) instead of repairing it in the same conversation, where a model tends to
-    defend it ("No changes needed" again, even shown the failing values)."""
 
 
 class RoleError(AgentError):

@@ -21,8 +21,7 @@ def grammar_module(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     calls: list[tuple[str, Any]] = []
     module = types.ModuleType("agent.plans.grammar")
 
-    def plan_grammar(role: str, tools: tuple[str, ...] | None, banned: frozenset[str] = frozenset(),
-                     anchors: tuple[tuple[str, str], ...] = ()) -> str:
+    def plan_grammar(role: str, tools: tuple[str, ...] | None, banned: frozenset[str] = frozenset()) -> str:
         calls.append((role, tools))
         return f'root ::= "function run(context)" # {role}'
 

@@ -148,23 +148,6 @@ def test_a_short_reasoning_first_is_accepted_and_a_long_one_repaired(tmp_path: P
     assert "at $.reasoning" in model.requests[1].messages[-1]["content"]
 
 
-def test_the_same_error_twice_narrows_the_json_schema_once(tmp_path: Path) -> None:
-    from agent.answering.loop import Narrowing
-
-    strict = {"type": "object", "required": ["status", "summary", "findings"],
-              "properties": {"status": {"enum": ["approved"]}, "summary": {"type": "string"},
-                             "findings": {"type": "array"}}}
-    spec = AnswerSpec("reviewer", "review", narrow=Narrowing(strict, lambda rejected: "Only approve now.", "stricter"))
-    other_bad = json.dumps({"status": "maybe", "summary": "?!", "findings": []})  # different text, same error
-    model = FakeModel([BAD, other_bad, APPROVED])
-    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json"))
-    assert obtain_answer(ctx, spec, "review it").data["status"] == "approved"
-    sent = [r.response_schema for r in model.requests]
-    assert sent[0] == sent[1] != strict and sent[2] == strict
-    assert "Only approve now." in model.requests[2].messages[-1]["content"]
-    assert "Only approve now." not in model.requests[1].messages[-1]["content"]
-
-
 def test_a_cut_off_answer_that_repeats_itself_gets_a_lower_max_tokens(tmp_path: Path) -> None:
     from agent.answering.sameness import looping
 

@@ -1,4 +1,4 @@
-"""The builder's answer as file changes: edits applied exactly once, destructive rewrites refused."""
+"""The builder's files as changes (destructive rewrites refused), and edits (`tools.edit`) applied exactly once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from agent.edits.changes import (
     ChangeError,
-    check_change_entries,
+    apply_edit,
     named_definitions,
     planned_writes,
     shrink_reason,
@@ -30,57 +30,28 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-def test_edits_apply_in_order_on_top_of_each_other(ws: Workspace) -> None:
-    answer = {"edits": [{"path": "stack.py", "old": "return 0\n", "new": "return 100\n"},
-                        {"path": "stack.py", "old": "return 100\n", "new": "return 200\n"}]}
-    [write] = planned_writes(ws, answer)
-    assert write.path == "stack.py" and "return 200\n" in write.content and "return 0\n" not in write.content
-    assert write.content.count("def op") == 6 and write.source == "edits[0]+edits[1]"
+def _edit(ws: Workspace, path: str, old: str, new: str) -> tuple[str, list[str]]:
+    """`path` with one edit applied as `tools.edit` applies it, and the notes it made."""
+    notes: list[str] = []
+    return apply_edit(ws.read_text(path), old, new, "edit", path, notes), notes
 
 
 def test_edit_whose_old_text_is_missing_names_where_its_first_line_is(ws: Workspace) -> None:
     # the body is nothing like op1's: no near match, so the model is asked again with where to look
-    answer = {"edits": [{"path": "stack.py", "old": "    def op1(self):\n        total = compute_everything(self)\n"
-                                                    "        return total * 2\n", "new": "x"}]}
     with pytest.raises(ChangeError) as err:
-        planned_writes(ws, answer)
-    assert "edits[0]: the old text is not in stack.py" in err.value.message
+        _edit(ws, "stack.py", "    def op1(self):\n        total = compute_everything(self)\n        return total * 2\n", "x")
+    assert "edit: the old text is not in stack.py" in err.value.message
     assert "'def op1(self):') is at line 5" in err.value.message
 
 
 def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
     with pytest.raises(ChangeError) as err:
-        planned_writes(ws, {"edits": [{"path": "twice.py", "old": "x = 1", "new": "x = 2"}]})
+        _edit(ws, "twice.py", "x = 1", "x = 2")
     assert "occurs 2 times in twice.py (lines 1, 2)" in err.value.message
 
 
-def test_an_edit_with_an_empty_old_creates_a_missing_file(ws: Workspace) -> None:
-    writes = planned_writes(ws, {"edits": [{"path": "new.py", "old": "", "new": "def f():\n    return 1\n"}]})
-    assert [(w.path, w.content) for w in writes] == [("new.py", "def f():\n    return 1\n")]
-
-
-def test_an_edit_with_a_made_up_old_of_a_missing_file_creates_it_and_says_so(ws: Workspace) -> None:
-    # Qwen2.5-Coder-1.5B under real lorch answered a new module as an edit with an invented old
-    [write] = planned_writes(ws, {"edits": [{"path": "stats.py", "old": "# stats", "new": "def mean(xs):\n    "
-                                             "return sum(xs) / len(xs)\n"}]})
-    assert write.path == "stats.py" and write.content.startswith("def mean(xs):")
-    assert write.notes == ["edits[0]: stats.py did not exist; created it from the edit's new text"]
-    # ... but the example's old pasted in front of it does not compile, and is sent back
-    with pytest.raises(ChangeError, match=r"stats.py is not valid Python: line 1: unexpected indent"):
-        planned_writes(ws, {"edits": [{"path": "stats.py", "old": '    return "1.0"\n',
-                                       "new": '    return "1.0"\n\n\ndef mean(xs):\n    return 0\n'}]})
-
-
-def test_an_empty_edit_of_a_missing_file_says_to_create_it(ws: Workspace) -> None:
-    with pytest.raises(ChangeError, match="new.py does not exist; create it with files") as err:
-        planned_writes(ws, {"edits": [{"path": "new.py", "old": "a", "new": ""}]})
-    # The example names the file itself: a small model copied an example path ("src/app.py") verbatim.
-    assert '"path": "new.py"' in err.value.message and "src/app.py" not in err.value.message
-
-
 def test_blank_lines_around_the_old_text_are_forgiven(ws: Workspace) -> None:
-    [write] = planned_writes(ws, {"edits": [{"path": "twice.py", "old": "\n\nx = 1\nx = 1\n\n\n", "new": "y = 2\n"}]})
-    assert write.content.startswith("y = 2")
+    assert _edit(ws, "twice.py", "\n\nx = 1\nx = 1\n\n\n", "y = 2\n")[0].startswith("y = 2")
 
 
 def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:
@@ -88,7 +59,6 @@ def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:
     with pytest.raises(ChangeError) as err:
         planned_writes(ws, {"files": [{"path": "stack.py", "content": stub}]})
     assert "files[0] would replace stack.py (19 lines) with 3 lines" in err.value.message
-    assert "edits like" in err.value.message
 
 
 def test_an_emptied_test_file_is_refused(ws: Workspace) -> None:
@@ -132,16 +102,6 @@ def test_escaping_paths_are_refused(ws: Workspace) -> None:
         planned_writes(ws, {"files": [{"path": "../outside.py", "content": "x"}]})
 
 
-def test_each_failing_entry_is_named_for_a_salvage(ws: Workspace) -> None:
-    answer = {"files": [{"path": "ok.py", "content": "x"}, {"path": "lorch.json", "content": "{}"}],
-              "edits": [{"path": "stack.py", "old": "nope", "new": "x"},
-                        {"path": "stack.py", "old": "return 5\n", "new": "return 50\n"}]}
-    failed = check_change_entries(ws, answer)
-    assert sorted(failed) == ["edits[0]", "files[1]"]
-    kept = planned_writes(ws, answer, skip=set(failed))
-    assert [w.path for w in kept] == ["ok.py", "stack.py"] and "return 50" in kept[1].content
-
-
 def test_listing_shows_only_the_projects_files(tmp_path: Path) -> None:
     for rel in ("lorch.json", "lorch-console.log", "events/e.ndjson", "state/s.json", "receipts/T/r.json",
                 "logs/l.txt", "snapshots/s", "transcripts/t", "reviews/T.json", "spec_notes/T.json", ".hidden",
@@ -159,32 +119,29 @@ def test_paths_named_in_a_goal() -> None:
 
 
 def test_old_text_missing_the_outer_indentation_is_reindented_not_spliced(ws: Workspace) -> None:
-    answer = {"edits": [{"path": "stack.py", "old": "def op5(self):\n    return 5\n",
-                         "new": "def op5(self):\n    return 55\n"}]}
-    [write] = planned_writes(ws, answer)
-    assert "    def op5(self):\n        return 55\n" in write.content and write.content.count("def op") == 6
+    content, _ = _edit(ws, "stack.py", "def op5(self):\n    return 5\n", "def op5(self):\n    return 55\n")
+    assert "    def op5(self):\n        return 55\n" in content and content.count("def op") == 6
 
 
 def test_old_text_whose_first_line_alone_is_short_of_indentation_is_placed(ws: Workspace) -> None:
     # the 1.5B under real lorch: old and new both quoted from the middle of the first line's indentation
-    answer = {"edits": [{"path": "stack.py", "old": "    return 4\n\n    def op5(self):\n        return 5\n",
-                         "new": "    return 44\n\n    def op5(self):\n        return 55\n"}]}
-    [write] = planned_writes(ws, answer)
-    assert "        return 44\n\n    def op5(self):\n        return 55\n" in write.content
-    assert write.notes == ["edits[0]: old's first line lacked 4 spaces of the indentation it has in stack.py; "
-                           "placed it as the file has it"]
-    answer["edits"][0]["new"] = "        return 44\n"  # new already indented as the file: left as given
-    assert "    def op4(self):\n        return 44\n" in planned_writes(ws, answer)[0].content
+    old = "    return 4\n\n    def op5(self):\n        return 5\n"
+    content, notes = _edit(ws, "stack.py", old, "    return 44\n\n    def op5(self):\n        return 55\n")
+    assert "        return 44\n\n    def op5(self):\n        return 55\n" in content
+    assert notes == ["edit: old's first line lacked 4 spaces of the indentation it has in stack.py; "
+                     "placed it as the file has it"]
+    # new already indented as the file: left as given
+    assert "    def op4(self):\n        return 44\n" in _edit(ws, "stack.py", old, "        return 44\n")[0]
 
 
 def test_an_edit_whose_old_is_nowhere_but_whose_new_is_definitions_is_merged(ws: Workspace) -> None:
     # the 1.5B under real lorch: old = the method it meant to add, new = that method again
     method = "    def op9(self):\n        return 9\n"
-    [write] = planned_writes(ws, {"edits": [{"path": "stack.py", "old": method, "new": method}]})
-    assert "        return 5\n\n    def op9(self):\n        return 9\n" in write.content and write.content.count("def op") == 7
-    assert write.notes == ["edits[0]: old was not in stack.py; added Stack.op9 from the edit's new text"]
+    content, notes = _edit(ws, "stack.py", method, method)
+    assert "        return 5\n\n    def op9(self):\n        return 9\n" in content and content.count("def op") == 7
+    assert notes == ["edit: old was not in stack.py; added Stack.op9 from the edit's new text"]
     with pytest.raises(ChangeError, match="the old text is not in stack.py"):  # new is no definition: refused
-        planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 99\n", "new": "return 9\n"}]})
+        _edit(ws, "stack.py", "return 99\n", "return 9\n")
 
 
 def test_a_small_file_answered_without_one_of_its_functions_keeps_it(tmp_path: Path) -> None:
@@ -206,10 +163,10 @@ def test_a_change_that_only_moves_docstrings_and_layout_is_seen_as_unchanged_cod
     (tmp_path / "temp.py").write_text(src)
     ws = Workspace(tmp_path)
     same = 'def f_to_c(f):\n    return (f - 32 * 5 / 9)\n'
-    assert unchanged_code(ws, [FileWrite("temp.py", same, "edits[0]")]) == ["temp.py"]
+    assert unchanged_code(ws, [FileWrite("temp.py", same, "files[0]")]) == ["temp.py"]
     fixed = 'def f_to_c(f):\n    return (f - 32) * 5 / 9\n'
-    assert unchanged_code(ws, [FileWrite("temp.py", fixed, "edits[0]")]) == []
-    assert unchanged_code(ws, [FileWrite("temp.py", same, "edits[0]"), FileWrite("new.py", "x = 1\n", "files[0]")]) == []
+    assert unchanged_code(ws, [FileWrite("temp.py", fixed, "files[0]")]) == []
+    assert unchanged_code(ws, [FileWrite("temp.py", same, "files[0]"), FileWrite("new.py", "x = 1\n", "files[0]")]) == []
     assert unchanged_code(ws, [FileWrite("temp.py", "def (:\n", "files[0]")]) == []
 
 
@@ -222,8 +179,6 @@ def test_a_fence_around_a_whole_file_is_dropped_but_not_in_prose_or_around_part(
     two = "```python\nx = 1\n```\ntext\n```python\ny = 2\n```"
     with pytest.raises(ChangeError):  # two blocks: not one wrapped file, so it stays (and does not compile)
         planned_writes(ws, {"files": [{"path": "two.py", "content": two}]})
-    [edit] = planned_writes(ws, {"edits": [{"path": "stack.py", "old": "return 5\n", "new": "```\nreturn 55\n```"}]})
-    assert "        return 55\n" in edit.content
 
 
 def test_a_file_answered_with_none_of_its_definitions_is_refused(ws: Workspace) -> None:

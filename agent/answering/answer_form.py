@@ -13,7 +13,8 @@ type, once per process (the inputs do not change while it runs):
    to take one (then the plain JSON answer, guided by the worked example).
 
 Small models write valid JSON far more often than valid Lua, and a schema or grammar the server
-enforces removes the shape errors altogether.
+enforces removes the shape errors altogether. The builder answers none of these: its files come as
+text (`builder_text_form`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ import importlib
 import re
 import shutil
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agent.models.base import ModelClient
-from agent.resources import schema_dir
 
-__all__ = ["AnswerForm", "FORMS", "choose_form", "builder_writes_text", "builder_text_form", "capabilities_of", "model_hints", "ModelHints", "grammar_for", "with_json_grammar",
-           "json_form"]
+__all__ = ["AnswerForm", "FORMS", "choose_form", "builder_text_form", "capabilities_of", "model_hints", "ModelHints",
+           "grammar_for", "json_form"]
 
 FORMS = ("text", "lua", "plan", "json", "grammar")
 _ANSWERS_LINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*)?\s*answers\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*`?(\w+)", re.I | re.M)
@@ -48,9 +48,6 @@ class AnswerForm:
     schema: bool = False
     grammar: str | None = None
     reason: str = ""
-    # json only: a GBNF grammar holding the JSON answer, whose edits copy the quoted files
-    # (agent/answering/json_grammar.py); sent instead of response_format, which stays the fallback.
-    json_grammar: str | None = None
 
     @property
     def lua(self) -> bool:
@@ -174,10 +171,9 @@ def model_hints(client: ModelClient | None, role: str, task_type: str) -> ModelH
     return hints
 
 
-def grammar_for(role: str, banned: frozenset[str] = frozenset(),
-                anchors: tuple[tuple[str, str], ...] = ()) -> str | None:
+def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
     """The GBNF grammar of the role's Lua plan subset, when the generator is installed; `banned`
-    names are never a variable, `anchors` the files an edit copies from (see `plan_grammar`)."""
+    names are never a variable (see `plan_grammar`)."""
     try:
         module = importlib.import_module("agent.plans.grammar")
     except ImportError:
@@ -188,54 +184,33 @@ def grammar_for(role: str, banned: frozenset[str] = frozenset(),
     from agent.plans.tools import plan_tools_for
 
     try:
-        grammar = make(role, plan_tools_for(role), banned, anchors)
+        grammar = make(role, plan_tools_for(role), banned)
     except Exception:  # a generator bug must not stop the agent: fall back to JSON
         return None
     return grammar if isinstance(grammar, str) and grammar.strip() else None
 
 
-def with_json_grammar(form: AnswerForm, client: ModelClient | None, role: str,
-                      anchors: tuple[tuple[str, str], ...]) -> AnswerForm:
-    """`form`, when it is a JSON answer and the server takes a grammar, held by the grammar in which
-    each edit copies one of `anchors` (the files the prompt quoted whole); else `form` as it is."""
-    if form.lua or not anchors or not getattr(capabilities_of(client), "grammar", False):
-        return form
-    from agent.answering.json_grammar import json_answer_grammar
-
-    try:
-        grammar = json_answer_grammar((schema_dir() / "answers" / f"{role}.json").read_text(), anchors)
-    except Exception:  # a generator bug must not stop the agent: the schema alone, as before
-        return form
-    return replace(form, json_grammar=grammar) if grammar else form
-
-
-def builder_writes_text(setting: str, client: ModelClient | None) -> bool:
-    """Whether the builder's files come as fenced text in test-driven rounds (`builder_rounds.py`).
-
-    The default: code escaped into JSON strings or squeezed through a plan grammar is worse code
-    (so Aider found on frontier models; docs/real-model.md has ours). `--answers plan|grammar|json`,
-    or a provider's or note's pinned form, keeps the answer loop's forms instead."""
-    if setting != "auto":
-        return setting in ("text", "lua")
-    return model_hints(client, "builder", "planning").answers in (None, "text", "lua")
+_LUA_FORMS = ("lua", "plan", "grammar")
 
 
 def builder_text_form(setting: str, client: ModelClient | None) -> str:
-    """The text form of the builder's rounds: "lua" (files as Lua long strings) where `--answers lua`,
-    a provider or a note asks for it, else "fenced" (`agent/answering/file_forms.py`)."""
+    """The text form of the builder's rounds (`builder_rounds.py`), which it always works in: code
+    escaped into JSON strings or squeezed through a plan grammar is worse code (so Aider found on
+    frontier models; docs/real-model.md has ours). "lua" (files as Lua long strings, read, not run)
+    where `--answers lua|plan|grammar`, or under `auto` a provider's or note's form, asks for Lua;
+    else "fenced" (`agent/answering/file_forms.py`)."""
     if setting != "auto":
-        return "lua" if setting == "lua" else "fenced"
-    return "lua" if model_hints(client, "builder", "planning").answers == "lua" else "fenced"
+        return "lua" if setting in _LUA_FORMS else "fenced"
+    return "lua" if model_hints(client, "builder", "planning").answers in _LUA_FORMS else "fenced"
 
 
-def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str,
-                anchors: tuple[tuple[str, str], ...] = ()) -> AnswerForm:
-    """The form for the first request of a command (`setting` is --answers: auto|plan|grammar|json);
-    `anchors`: the files the prompt quoted whole, for the grammar's edits."""
+def choose_form(setting: str, client: ModelClient | None, role: str, task_type: str) -> AnswerForm:
+    """The form for the first request of a command (`setting` is --answers: auto|plan|grammar|json;
+    `text` and `lua`, the builder's, are `auto` here)."""
     if setting == "plan":
         return AnswerForm("plan", reason="--answers plan")
     if setting == "grammar":
-        grammar = grammar_for(role, anchors=anchors) if getattr(capabilities_of(client), "grammar", False) else None
+        grammar = grammar_for(role) if getattr(capabilities_of(client), "grammar", False) else None
         if grammar:
             return AnswerForm("grammar", grammar=grammar, reason="--answers grammar: the server takes a GBNF grammar")
         return AnswerForm("plan", reason="--answers grammar: the server takes no GBNF grammar; a free Lua plan")
@@ -257,7 +232,7 @@ def choose_form(setting: str, client: ModelClient | None, role: str, task_type: 
     # answer held by its schema stays valid (docs/real-model.md).
     wants_grammar = hints.answers == "grammar"
     if wants_grammar and takes_grammar and not hints.avoid & {"grammar", "plan"}:
-        grammar = grammar_for(role, anchors=anchors)
+        grammar = grammar_for(role)
         if grammar:
             return AnswerForm("grammar", grammar=grammar, reason=f"{who}: the server takes a GBNF grammar")
     if "json" in hints.avoid:

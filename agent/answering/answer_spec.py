@@ -16,17 +16,7 @@ from agent.protocol import schema_errors
 if TYPE_CHECKING:
     from agent.command_context import CommandContext
 
-__all__ = ["Narrowing", "AnswerSpec", "Answer", "extract_json", "strings_in", "schema_of", "role_rules", "validate"]
-
-
-@dataclass(frozen=True)
-class Narrowing:
-    """A stricter JSON answer: the schema sent as response_format (a subset of the role's), and the
-    note to the model, made from the reply that was rejected (so it can name that reply's files)."""
-
-    schema: dict[str, Any]
-    note: Callable[[str], str]
-    reason: str
+__all__ = ["AnswerSpec", "Answer", "extract_json", "strings_in", "schema_of", "role_rules", "validate"]
 
 
 @dataclass
@@ -47,20 +37,10 @@ class AnswerSpec:
     salvage: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     # The role writes its whole answer into a workspace file (review, spec notes, planning
     # artifact): a secret anywhere in it is refused up front, while the model can repair it.
-    # The builder writes only its files' contents, which its `check` guards instead.
     guard_answer: bool = True
-    # A stricter form to switch to when the same error (or the same answer) comes twice from the
-    # JSON form, e.g. the builder's whole-files-only answer when its edits keep missing.
-    narrow: Narrowing | None = None
-    # A salvage taken as soon as the same error comes twice, before any narrowing: for answers
-    # whose failing part the task can do without (the builder's edits of prose files).
-    salvage_early: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     # More for a plan's `context` table (plain data): what the agent found out before asking, so a
     # plan can use it, e.g. the reviewer's `examples` (the goal's examples as the agent ran them).
     plan_context: dict[str, Any] | None = None
-    # (path, text) of the files the prompt quoted whole: a grammar-held plan's edits copy their
-    # `old` text from these exactly (agent/plans/edit_anchors.py).
-    anchors: tuple[tuple[str, str], ...] = ()
 
     @property
     def schema_name(self) -> str:

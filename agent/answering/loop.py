@@ -16,18 +16,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from agent.answering.answer_form import (
-    AnswerForm,
-    capabilities_of,
-    choose_form,
-    grammar_for,
-    json_form,
-    with_json_grammar,
-)
+from agent.answering.answer_form import AnswerForm, capabilities_of, choose_form, grammar_for, json_form
 from agent.answering.answer_spec import (
     Answer,
     AnswerSpec,
-    Narrowing,
     extract_json,
     role_rules,
     schema_of,
@@ -49,13 +41,12 @@ from agent.errors import (
     PlanFileMissing,
     PlanInvalid,
     SecretInArtifact,
-    StartOver,
 )
 from agent.models.base import ModelReply, ModelRequest
 from agent.plans.lint import UNKNOWN_GLOBAL
 from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
 
-__all__ = ["StartOver", "AnswerSpec", "Narrowing", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
+__all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
 _REJECTED_KEEP = 1500
 _PLAN_KEEP = 6000
@@ -67,9 +58,8 @@ _WIDER_TEMPERATURE = 0.8
 # the cut left a call open, its missing text first (an edit's `new`, often as long as its `old`).
 _RESUME_MAX_TOKENS, _RESUME_WITH_ARGUMENT_MAX_TOKENS = 512, 1024
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
-_LOWERED_MAX_TOKENS, _LOWERED_DEFAULT = {"builder": 2048}, 1024
-_BRIEF = ("Be brief: only the answer, no explanations; short summaries; for existing files use edits "
-          "(exact old text → new text) instead of whole contents.")
+_LOWERED_DEFAULT = 1024
+_BRIEF = "Be brief: only the answer, no explanations; short summaries."
 
 
 # Errors worth sending back to the model with their exact message.
@@ -77,15 +67,13 @@ _REPAIRABLE = (InvalidAnswer, PlanError, ForbiddenSpecEdit, PlanFileMissing, Pat
 
 
 def build_request(ctx: CommandContext, spec: AnswerSpec, messages: list[dict[str, str]], form: AnswerForm,
-                  max_tokens: int | None, first: bool, schema: dict[str, Any] | None = None,
-                  temperature: float | None = None) -> ModelRequest:
-    """The model request for one attempt: the form decides response_format or grammar (a narrowed
-    `schema` goes as response_format alone)."""
+                  max_tokens: int | None, first: bool, temperature: float | None = None) -> ModelRequest:
+    """The model request for one attempt: the form decides response_format or grammar."""
     extra: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
-    grammar = form.grammar if form.lua else (form.json_grammar if schema is None else None)
+    grammar = form.grammar if form.lua else None
     return ModelRequest(messages=list(messages), task_type=spec.task_type if first else "plan_repair",
                         role=spec.role, deadline=ctx.deadline,
-                        response_schema=(schema or schema_of(spec)) if form.schema else None,
+                        response_schema=schema_of(spec) if form.schema else None,
                         max_tokens=max_tokens, schema_name=f"{spec.role}_answer", grammar=grammar,
                         stop_loops=enabled(ctx, "stop_looping_reply"), **extra)
 
@@ -98,11 +86,9 @@ class _Loop:
 
         self.ctx = ctx
         self.spec = spec
-        self.form = with_json_grammar(choose_form(ctx.settings.answers, ctx.model, spec.role, spec.task_type,
-                                                  spec.anchors), ctx.model, spec.role, spec.anchors)
+        self.form = choose_form(ctx.settings.answers, ctx.model, spec.role, spec.task_type)
         ctx.audit.record("answer_form", task_id=ctx.cmd.task_id, role=spec.role, form=self.form.name,
-                         schema=self.form.schema, grammar=self.form.grammar is not None,
-                         json_grammar=self.form.json_grammar is not None, reason=self.form.reason)
+                         schema=self.form.schema, grammar=self.form.grammar is not None, reason=self.form.reason)
         held = self.form.name == "json" and self.form.schema  # the server keeps the answer to its schema
         self.messages = messages_for(ctx, user, HELD_JSON if held else self.form.name)
         self.example = example_answer(self.messages)  # still checked for copies after a start over drops it
@@ -110,9 +96,7 @@ class _Loop:
         self.max_tokens: int | None = ctx.settings.max_tokens
         self.rejected: list[str] = []
         self.errors: list[str] = []
-        self.narrowed: dict[str, Any] | None = None  # the stricter schema, once switched to it
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
-        self.candidate_attempt = 0
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
         self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
@@ -153,7 +137,7 @@ class _Loop:
         it; told so, a small model sends the same plan back); False when not the grammar or banned."""
         if self.form.name != "grammar" or name in self.banned or not enabled(self.ctx, "ban_unknown_name"):
             return False
-        grammar = grammar_for(self.spec.role, self.banned | {name}, self.spec.anchors)
+        grammar = grammar_for(self.spec.role, self.banned | {name})
         if grammar is None:
             return False
         self.banned |= {name}
@@ -168,24 +152,10 @@ class _Loop:
             return False
         applied(self.ctx, "switch_to_json", reason=why)
         caps = capabilities_of(self.ctx.model)
-        self.form = with_json_grammar(json_form(why, schema=getattr(caps, "json_schema", None) is not False),
-                                      self.ctx.model, self.spec.role, self.spec.anchors)
+        self.form = json_form(why, schema=getattr(caps, "json_schema", None) is not False)
         self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
-                              schema=self.form.schema, grammar=False, json_grammar=self.form.json_grammar is not None,
-                              reason=why)
+                              schema=self.form.schema, grammar=False, reason=why)
         return True
-
-    def narrow(self, why: str, rejected: str) -> str | None:
-        """Switch the JSON answer to the role's stricter form; its note, or None when there is none left."""
-        narrowing = self.spec.narrow
-        if narrowing is None or self.narrowed is not None or self.form.lua or not enabled(self.ctx, "narrow_form"):
-            return None
-        applied(self.ctx, "narrow_form", reason=why)
-        self.narrowed = narrowing.schema
-        self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
-                              schema=self.form.schema, grammar=False, narrowed=True,
-                              reason=f"{why}: {narrowing.reason}")
-        return narrowing.note(rejected)
 
     def copied(self, text: str) -> str | None:
         """The worked example's line `text` repeats, if any (strategy refuse_copied_example)."""
@@ -216,7 +186,7 @@ class _Loop:
         if not enabled(self.ctx, "ask_less_after_timeout"):
             return
         applied(self.ctx, "ask_less_after_timeout")
-        current = self.max_tokens or _LOWERED_MAX_TOKENS.get(self.spec.role, _LOWERED_DEFAULT) * 2
+        current = self.max_tokens or _LOWERED_DEFAULT * 2
         self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
         switched = self.switch_to_json(f"{why}: asking for the JSON answer instead of a plan")
         note = f"\n\n(Your previous reply {why}. {_BRIEF}"
@@ -234,8 +204,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
     while True:
         attempt += 1
         ctx.check_deadline()
-        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.narrowed,
-                                loop.temperature)
+        request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.temperature)
         if loop.resume is not None:
             request = loop.resume_request(request)
         try:
@@ -262,7 +231,6 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                 role_rules(ctx, spec, answer.data)
             except _REPAIRABLE:
                 loop.candidate = answer
-                loop.candidate_attempt = attempt
                 raise
             copied = loop.copied(reply.text)
             if copied is not None:  # valid in form, but about the example, not the task
@@ -279,9 +247,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             attempt -= 1  # a tool round is progress, not a failed attempt
             continue
         except _REPAIRABLE as exc:
-            after = _after_rejection(ctx, spec, loop, exc, reply.text, attempt, cut_off)
-            if isinstance(after, Answer):
-                return after
+            after = _after_rejection(ctx, loop, exc, reply.text, attempt, cut_off)
             if after == _GIVE_UP:
                 break
             if after == _SAME_ATTEMPT:
@@ -303,20 +269,15 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
 _ASK, _SAME_ATTEMPT, _GIVE_UP = "ask", "same attempt", "give up"
 
 
-def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: AgentError, text: str, attempt: int,
-                     cut_off: bool) -> Answer | str:
-    """What follows a rejected reply: an early salvage (an Answer), or `_ASK` again (with the repair
-    message or a fresh start set up in `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt
-    spent) or `_GIVE_UP`."""
+def _after_rejection(ctx: CommandContext, loop: _Loop, exc: AgentError, text: str, attempt: int,
+                     cut_off: bool) -> str:
+    """What follows a rejected reply: `_ASK` again (with the repair message or a fresh start set up in
+    `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt spent) or `_GIVE_UP`."""
     loop.last = exc
     ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                      error=exc.message, cut_off=cut_off)
     repeated = same_text(text) in loop.rejected
     same_error = same_error_key(exc.message) in loop.errors
-    if (repeated or same_error) and spec.salvage_early and loop.candidate_attempt == attempt:
-        early = _salvage(ctx, spec, loop, attempt, early=True)
-        if early is not None:
-            return early
     if (repeated or same_error) and loop.temperature is None and enabled(ctx, "wider_temperature"):
         loop.temperature = _WIDER_TEMPERATURE
         applied(ctx, "wider_temperature", attempt=attempt)
@@ -344,24 +305,14 @@ def _after_rejection(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, exc: Ag
         # Repairing an answer about the example gets it again: start over without it at once.
         ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
         applied(ctx, "refuse_copied_example", attempt=attempt)
-        note = loop.narrow("the answer copied the worked example", text)
         loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
-                        "another project. Answer for this task's own files." + (f"\n{note}" if note else ""))
-        return _ASK
-    if isinstance(exc, StartOver):
-        ctx.audit.record("answer_start_over", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
-        note = loop.narrow("the answer's frame was wrong", text)
-        loop.start_over(message + (f"\n{note}" if note else ""))
+                        "another project. Answer for this task's own files.")
         return _ASK
     if looped and enabled(ctx, "restart_after_loop"):
         # Shown its own loop, a model at temperature 0 copies it and loops again at the same
         # place: it is asked the question afresh, told that its answer looped.
         applied(ctx, "restart_after_loop", attempt=attempt)
         loop.start_over(message)
-        return _ASK
-    note = loop.narrow("the same error came twice", text) if repeated or same_error else None
-    if note:
-        loop.start_over(message + "\n" + note)
         return _ASK
     if repeated and not last_chance:
         # The same invalid answer twice: a third identical question would get it again.
@@ -434,13 +385,11 @@ def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> b
     return True
 
 
-def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int, early: bool = False) -> Answer | None:
+def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int) -> Answer | None:
     """The last schema-valid answer without what failed the role's rules, if that is valid."""
-    name = "salvage_early" if early else "salvage"
-    salvage = spec.salvage_early if early else spec.salvage
-    if salvage is None or loop.candidate is None or not enabled(ctx, name):
+    if spec.salvage is None or loop.candidate is None or not enabled(ctx, "salvage"):
         return None
-    data = salvage(loop.candidate.data)
+    data = spec.salvage(loop.candidate.data)
     if data is None:
         return None
     try:
@@ -449,7 +398,7 @@ def _salvage(ctx: CommandContext, spec: AnswerSpec, loop: _Loop, attempt: int, e
     except _REPAIRABLE as exc:
         ctx.audit.record("answer_salvage_failed", task_id=ctx.cmd.task_id, code=exc.code, error=exc.message)
         return None
-    applied(ctx, name, attempt=attempt)
+    applied(ctx, "salvage", attempt=attempt)
     ctx.log("info", "answer validated", via=loop.candidate.via, attempts=attempt, salvaged=True)
     return Answer(data, loop.candidate.via, attempt, plan=loop.candidate.plan, form=loop.form.name, salvaged=True)
 

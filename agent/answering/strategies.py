@@ -39,15 +39,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("switch_to_json", "agent/answering/loop.py",
              "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
              "again as the JSON answer with its schema"),
-    Strategy("narrow_form", "agent/answering/loop.py",
-             "after the same error twice or an answer in the wrong frame, the JSON answer is asked for in the "
-             "role's stricter form (e.g. the builder's whole files only)"),
     Strategy("salvage", "agent/answering/loop.py",
              "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
              "role's rules"),
-    Strategy("salvage_early", "agent/answering/loop.py",
-             "the same salvage as soon as the same error comes twice, for answers whose failing part the task "
-             "can do without"),
     Strategy("stop_looping_reply", "agent/answering/loop.py",
              "a streamed reply that falls into an exact loop (copies of a block, or an echo of the system "
              "message) is stopped there: the copies to come would cost minutes to the token limit"),

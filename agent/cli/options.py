@@ -70,11 +70,11 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
                    metavar="N",
                    help="times an invalid answer is sent back to the model with the error")
     g.add_argument("--answers", choices=("auto", "text", "lua", "plan", "grammar", "json"), default="auto",
-                   help="auto: per model and server (the builder writes files as text in test-driven rounds; the "
-                        "other roles give the JSON answer with its schema as response_format; a grammar-constrained "
-                        "Lua plan where the provider's config or notes say answers: grammar); text: the builder's "
-                        "files as fenced text, whatever the notes say; lua: the builder's files as Lua long strings, "
-                        "tools.write(path, [==[...]==]), in the same rounds; plan: prefer Lua plans; grammar: Lua "
+                   help="the builder always writes files as text in test-driven rounds: as Lua long strings, "
+                        "tools.write(path, [==[...]==]) (read, not run), with lua, plan or grammar, else fenced "
+                        "(auto: as the provider's config or notes say). The other roles: auto: per model and server "
+                        "(the JSON answer with its schema as response_format; a grammar-constrained Lua plan where "
+                        "the provider's config or notes say answers: grammar); plan: prefer Lua plans; grammar: Lua "
                         "plans held to the plan grammar where the server takes a GBNF grammar (else free plans); "
                         "json: the JSON answer with its schema as response_format")
     g.add_argument("--max-review-rounds", type=int_in(1, 1000), default=4, metavar="N",
@@ -82,10 +82,8 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-spec-rounds", type=int_in(1, 1000), default=4, metavar="N",
                    help="update_spec rounds on one task before the spec maintainer ends the loop")
     g.add_argument("--builder-rounds", type=int_in(1, 20), default=6, metavar="N",
-                   help="builder, answers as text: rounds of write files, run the tests, read the failures "
+                   help="builder: rounds of write files, run the tests, read the failures "
                         "(the command's deadline ends them sooner)")
-    g.add_argument("--test-repairs", type=int_in(0, 10), default=2, metavar="N",
-                   help="builder: times the model is shown failing tests and asked to fix them (0: off)")
     g.add_argument("--disable-repair", action="append", default=[], metavar="NAME",
                    help="switch off one named repair or fallback (repeatable; `luallm-agent repairs` lists them; "
                         "also LUALLM_AGENT_DISABLE_REPAIRS=a,b)")
@@ -287,7 +285,7 @@ def settings_from(args: argparse.Namespace, role: str):  # type: ignore[no-untyp
         budget=PromptBudget(args.prompt_budget, args.file_budget), max_repairs=args.max_repairs,
         answers=args.answers, plan_limits=limits, max_tokens=args.max_tokens,
         max_review_rounds=args.max_review_rounds, max_spec_rounds=args.max_spec_rounds,
-        test_repairs=args.test_repairs, builder_rounds=args.builder_rounds, disabled_repairs=disabled)
+        builder_rounds=args.builder_rounds, disabled_repairs=disabled)
     interval = args.heartbeat_interval
     if interval is None:
         raw = env("LUALLM_AGENT_HEARTBEAT_INTERVAL") or "10"

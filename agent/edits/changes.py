@@ -1,22 +1,21 @@
-"""The builder's answer as file changes: whole files and exact edits, checked before anything is written.
+"""The builder's files as changes, checked before anything is written, and a plan's `tools.edit`.
 
-Each change is checked on its own so that a repair message can name exactly which entry failed
-and why, and so that, after the repair budget, the entries that passed can still be written:
+Each file is checked on its own so that the message names exactly which one failed and why:
 
 * a path must be a project file (no lorch or agent bookkeeping, no dot-path, inside the workspace);
-* `files` must not replace an existing file with a fraction of it (a small model may overwrite a
+* a file must not replace an existing file with a fraction of it (a small model may overwrite a
   class and its test file with one stub) — new content under 40% of the old lines when the old file had
   10 lines or more, every test of a test file gone, a class gone, or most of its named definitions
   gone;
-* each edit's `old` text must occur exactly once in the file as it stands after the earlier
-  changes of the same answer — or, when it is not copied exactly, match exactly one block of the
-  file ignoring whitespace or nearly (`agent.edits.near_match`); such an edit says so in a note;
-  an edit of a Python file whose `old` matches nothing but whose `new` is only definitions has
-  them merged (`agent.edits.py_merge`), with a note;
 * a whole-file answer for an existing Python file that holds only some of its definitions (the
   changed function alone) is merged into the file by `agent.edits.py_merge`, with a note, rather
   than refused — also when the file is small, if the answer left out a top-level definition;
 * a Python file that compiled before must still compile after the answer's changes.
+
+An edit (`apply_edit`, a plan's `tools.edit`) needs its `old` text exactly once in the file — or,
+when it is not copied exactly, exactly one block of the file matching it ignoring whitespace or
+nearly (`agent.edits.near_match`), said in a note; an edit of a Python file whose `old` matches
+nothing but whose `new` is only definitions has them merged (`agent.edits.py_merge`), with a note.
 """
 
 from __future__ import annotations
@@ -34,14 +33,12 @@ from agent.pathpolicy import MODEL
 from agent.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
-__all__ = ["ChangeError", "FileWrite", "planned_writes", "check_change_entries", "shrink_reason", "apply_edit",
-           "is_test_path", "unchanged_code", "named_definitions", "FILE_SHAPE", "EDIT_SHAPE", "PROSE_SUFFIXES"]
+__all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "apply_edit", "is_test_path",
+           "unchanged_code", "named_definitions"]
 
-FILE_SHAPE = '{"path": "src/app.py", "content": "<the whole new file>"}'
-EDIT_SHAPE = '{"path": "src/app.py", "old": "<exact text now in the file>", "new": "<its replacement>"}'
 _SHRINK_RATIO = 0.4
 _WRAPPING_FENCE = re.compile(r"\s*```[\w+.-]*[ \t]*\n(.*?\n?)```[ \t]*\n?\s*", re.S)
-PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
+_PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 _SHRINK_MIN_LINES = 10
 _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+function)\s+([A-Za-z_][\w.:]*)", re.M)
 _CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
@@ -55,15 +52,15 @@ def is_test_path(path: str) -> bool:
 
 
 class ChangeError(InvalidAnswer):
-    """One change of the builder's answer cannot be applied; the message names the entry (repairable)."""
+    """One change cannot be applied; the message names the file or edit (repairable)."""
 
 
 @dataclass
 class FileWrite:
     path: str
     content: str
-    source: str  # "files[0]", "edits[2]", ... (the entries that produced this content)
-    notes: list[str] = field(default_factory=list)  # edits placed by a near match, for the log
+    source: str  # "files[0]", ... (the entry that produced this content)
+    notes: list[str] = field(default_factory=list)  # what the agent placed or dropped, for the log
     merged_part: bool = False  # a whole file that held only part of the file on disk, merged into it
 
 
@@ -261,15 +258,12 @@ def _on_disk(ws: Workspace, path: str) -> str | None:
         return None
 
 
-def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | None = None,
-                   merge_partial: bool = True) -> list[FileWrite]:
-    """The files the answer writes, in order, with edits applied; raises on the first bad entry.
+def planned_writes(ws: Workspace, answer: dict[str, Any], *, merge_partial: bool = True) -> list[FileWrite]:
+    """The files `answer["files"]` writes (`{path, content}` each), in order; raises on the first bad one.
 
-    `skip` names entries ("files[1]", "edits[0]") to leave out: what a salvage dropped.
     `merge_partial`: a whole file that holds only part of the file on disk is merged into it
     (strategy `merge_partial_file`); else it is judged as given.
     """
-    skip = skip or set()
     pending: dict[str, FileWrite] = {}
     before: dict[str, str | None] = {}  # each path as it is on disk, read once
 
@@ -281,8 +275,6 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
         return before[path]
     for i, f in enumerate(answer.get("files") or []):
         where = f"files[{i}]"
-        if where in skip:
-            continue
         path = _check_path(ws, f["path"], where)
         old = current(path)
         notes: list[str] = []
@@ -302,32 +294,9 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, skip: set[str] | No
                 # gone, nothing to merge, and the line count alike, so the shrink check misses it.
                 why = f"would replace {path} with a file that has none of its definitions ({', '.join(lost[:6])})"
             if why:
-                raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove, "
-                                  f"or change it with edits like {EDIT_SHAPE.replace('src/app.py', path)}", path=path)
+                raise ChangeError(f"{where} {why}: keep every part of the file the task does not ask to remove",
+                                  path=path)
         pending[path] = FileWrite(path, text, where, notes, merged_part=part)
-    for i, e in enumerate(answer.get("edits") or []):
-        where = f"edits[{i}]"
-        if where in skip:
-            continue
-        path = _check_path(ws, e["path"], where)
-        content = current(path)
-        if content is None and str(e.get("new", "")).strip():
-            # An edit of a file that does not exist has nothing to replace: it can only mean
-            # "create it with `new`" — resolved here rather than refused, since small models
-            # answer new modules as edits every time, with a made-up `old`. The compile check below
-            # still judges the result.
-            notes = [] if not str(e.get("old", "")).strip() else \
-                [f"{where}: {path} did not exist; created it from the edit's new text"]
-            pending[path] = FileWrite(path, e["new"], where, notes)
-            continue
-        if content is None:
-            # The real path in the example: a small model copies an example path verbatim.
-            shape = FILE_SHAPE.replace("src/app.py", path)
-            raise ChangeError(f"{where}: {path} does not exist; create it with files: [{shape}]", path=path)
-        notes = list(pending[path].notes) if path in pending else []
-        updated = apply_edit(content, e["old"], _unfenced(path, e["new"], where, notes), where, path, notes)
-        source = f"{pending[path].source}+{where}" if path in pending else where
-        pending[path] = FileWrite(path, updated, source, notes)
     for write in pending.values():
         if write.path.endswith(".py"):
             _check_python(write, before.get(write.path))
@@ -341,7 +310,7 @@ def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
     the file would not compile and the answer would be refused.
     """
     m = _WRAPPING_FENCE.fullmatch(text)
-    if m is None or path.lower().endswith(PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
+    if m is None or path.lower().endswith(_PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
         return text
     notes.append(f"{where}: the ``` fence around the content of {path} was dropped")
     return m.group(1)
@@ -418,17 +387,3 @@ def _python_problems(source: str, path: str) -> tuple[str | None, list[tuple[str
                 seen.setdefault(prefix + node.name, []).append(node.lineno)
         twice += [(name, lines) for name, lines in seen.items() if len(lines) > 1]
     return None, twice
-
-
-def check_change_entries(ws: Workspace, answer: dict[str, Any]) -> dict[str, str]:
-    """Every failing entry with its reason, checking each one in order (for a salvage)."""
-    failed: dict[str, str] = {}
-    names = [f"files[{i}]" for i in range(len(answer.get("files") or []))]
-    names += [f"edits[{i}]" for i in range(len(answer.get("edits") or []))]
-    for name in names:
-        others = {n for n in names if n != name and n not in failed and names.index(n) > names.index(name)}
-        try:
-            planned_writes(ws, answer, skip=set(failed) | others)
-        except AgentError as exc:
-            failed[name] = exc.message
-    return failed

@@ -84,14 +84,11 @@ def _chunk(g: PlanRules) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset(),
-                 anchors: tuple[tuple[str, str], ...] = ()) -> str:
+def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset()) -> str:
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
     `tools=None` allows every tool; see `agent.plans.tools.plan_tools_for(role)`. `banned`: names a
     plan used without defining them (the lint's "unknown global"), never a variable again.
-    `anchors`: (path, text) of the files the prompt quoted whole; an edit of one copies its text
-    exactly (edit_anchors), and edits name no other file.
     ValueError for an unknown role or tool.
     """
     if role not in ROLES:
@@ -100,7 +97,7 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     if unknown:
         raise ValueError(f"unknown tool {unknown[0]!r} (tools: {', '.join(TOOL_NAMES)})")
     specs = [s for s in TOOL_SPECS if tools is None or s.name in tools]
-    g = PlanRules(dict(anchors))
+    g = PlanRules()
     _chunk(g)
     answer = object_rule(g, answer_schema(role), "answer")
     statement_rules(g, answer)

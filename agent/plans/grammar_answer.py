@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.plans.edit_anchors import is_edit_item
 from agent.plans.gbnf import lit as _lit
 from agent.plans.gbnf import members_in_order
 from agent.plans.grammar_rules import PlanRules, lua_literal
@@ -44,9 +43,7 @@ def _new_value(g: PlanRules, schema: dict[str, Any], where: str) -> str:
     if kind == "array":
         items_schema = schema.get("items")
         # Objects in a list are written out: `files = {"a.py"}` or `{path}` is the mistake to prevent.
-        if is_edit_item(items_schema) and g.olds():
-            item = _anchored_edit_item(g, where + "-item")
-        elif isinstance(items_schema, dict) and _has_properties(items_schema):
+        if isinstance(items_schema, dict) and _has_properties(items_schema):
             item = object_rule(g, items_schema, where + "-item")
         else:
             item = _value(g, items_schema, where + "-item")
@@ -58,15 +55,6 @@ def _new_value(g: PlanRules, schema: dict[str, Any], where: str) -> str:
     if kind == "object" and _has_properties(schema):
         return g.add(g.fresh(where), f"{object_rule(g, schema, where)} | v-ref")
     return "expr"
-
-
-def _anchored_edit_item(g: PlanRules, where: str) -> str:
-    """`{path = P, old = <a copy of P's text>, new = ...}`, one variant per anchored file."""
-    sep = "ws fsep ws"
-    variants = [f'"{{" ws "path" ws "=" ws ({path}) {sep} "old" ws "=" ws {old} {sep} "new" ws "=" ws v-str '
-                f'(ws fsep)? ws "}}"' for path, old in g.olds()]
-    return g.add(g.fresh(where), " | ".join(variants))
-
 
 
 def _has_properties(schema: Any) -> bool:

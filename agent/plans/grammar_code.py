@@ -59,8 +59,6 @@ def _tool_call(g: PlanRules, spec: ToolSpec) -> str:
         more = f"{sep} sexpr {after(i + 1)}".strip()
         return more if i < r else f"({more})?"
 
-    if spec.name == "edit" and g.olds():
-        return _anchored_edit_call(g, base, opts)
     forms = [f"sexpr {after(1)}".strip()] if n else []
     named_keys = [*spec.params, *spec.options]
     if named_keys:
@@ -72,14 +70,6 @@ def _tool_call(g: PlanRules, spec: ToolSpec) -> str:
     body = _alt(forms)
     inner = f"({body} ws)?" if r == 0 else f"{body} ws"
     return g.add(base, f'"tools.{spec.name}(" ws {inner} ")"')
-
-
-def _anchored_edit_call(g: PlanRules, base: str, opts: str | None) -> str:
-    """`tools.edit(path, old, new[, options])` where path is a quoted file and old a copy of its text
-    (see edit_anchors): small models' edits of a class drop `self` or re-indent it."""
-    more = f'(ws "," ws {opts})?' if opts else ""
-    per_file = [f'({path}) ws "," ws {old} ws "," ws sexpr {more}' for path, old in g.olds()]
-    return g.add(base, f'"tools.edit(" ws {_alt(per_file)} ws ")"')
 
 
 def expression_rules(g: PlanRules, specs: Sequence[ToolSpec]) -> None:

@@ -302,15 +302,12 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
 
 def _take_out_own_tests(ctx: CommandContext, files: RoundFiles, best: dict[str, Any]
                         ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """When the best state still fails and this command created test files: the answer loop's ledger
-    decides, as for the other forms (`test_ledger.py`): they are taken out if the project's own tests
-    then pass, else put back."""
+    """When the best state still fails and this command created test files: they are taken out if the
+    project's own tests then pass, else put back (`test_ledger.py`)."""
     own = files.own_tests()
     if best.get("status") != "fail" or not own:
         return best, None
-    ledger = TestLedger(ctx)
-    ledger.before = dict.fromkeys(own)
-    tests, taken_out, _ = ledger.settle(best, lambda: test_workspace(ctx))
+    tests, taken_out = TestLedger(ctx, own).settle(best, lambda: test_workspace(ctx))
     if taken_out:
         files.best.update(dict.fromkeys(own))
     return tests, taken_out
