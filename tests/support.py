@@ -88,6 +88,19 @@ class Agent(AgentProcess):
         return self.until(lambda m: is_terminal(self.role, m, cmd["task_id"]), timeout)
 
 
+def fenced(*files: tuple[str, str], words: str = "") -> str:
+    """A builder reply in the fenced text form: its words (the summary), then each file's path on a
+    line of its own and its whole content in a fenced block."""
+    parts = [words] if words else []
+    parts += [f"{path}\n```\n{content.rstrip(chr(10))}\n```" for path, content in files]
+    return "\n\n".join(parts) + "\n"
+
+
+def lua_files(*files: tuple[str, str]) -> str:
+    """A builder reply in the Lua long-string form (`--answers lua`): `tools.write(path, [==[…]==])`."""
+    return "".join(f'tools.write("{path}", [==[\n{content}]==])\n' for path, content in files)
+
+
 def write_replies(path: Path, replies: list[Any], json_schema: bool = True) -> Path:
     texts = [r if isinstance(r, str) else json.dumps(r) for r in replies]
     path.write_text(json.dumps(texts if json_schema else {"replies": texts, "json_schema": False}))

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import orjson
-from support import events, make_command
+from support import events, fenced, lua_files, make_command
 
 PY = sys.executable
 CALC = '__all__ = ["add"]\n\ndef add(a, b):\n    return a + b\n'
@@ -22,7 +22,8 @@ def _sha(path: Path) -> str:
 
 
 def builder_answer(content: str = CALC, path: str = "calc.py", summary: str = "wrote calc") -> str:
-    return json.dumps({"summary": summary, "files": [{"path": path, "content": content}]})
+    """The builder's reply: the file whole, as fenced text under its path."""
+    return fenced((path, content), words=summary)
 
 
 def setup_tests(ws: Path) -> None:
@@ -37,7 +38,7 @@ TEST_CMD = f"{PY} -m unittest discover -s tests"
 # -- builder -------------------------------------------------------------------------------
 def test_builder_writes_files_runs_tests_and_reports_pass(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     setup_tests(workspace)
-    agent = spawn("builder", "--answers", "json", "--test-command", TEST_CMD, replies=[builder_answer()])
+    agent = spawn("builder", "--test-command", TEST_CMD, replies=[builder_answer()])
     got = agent.run(make_command("implement"))
     produced = events(got, "artifact.produced")
     done = events(got, "builder.completed")[-1]
@@ -55,42 +56,46 @@ def test_builder_writes_files_runs_tests_and_reports_pass(spawn, workspace: Path
 def test_builder_reports_real_test_failure(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     setup_tests(workspace)
     broken = CALC.replace("a + b", "a - b")
-    agent = spawn("builder", "--answers", "json", "--test-command", TEST_CMD, replies=[builder_answer(broken)])
+    agent = spawn("builder", "--builder-rounds", "1", "--test-command", TEST_CMD, replies=[builder_answer(broken)])
     tests = events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["tests"]
     assert tests["status"] == "fail" and tests["failed"] == 1 and tests["total"] == 1
 
 
 def test_builder_without_test_command_says_not_run(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
+    agent = spawn("builder", replies=[builder_answer()])
     tests = events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["tests"]
     assert tests["status"] == "not_run" and "--test-command" in tests["summary"]
 
 
-def test_escaping_path_is_sent_back_and_repaired(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer(path="../evil.py"), builder_answer()])
+def test_escaping_path_costs_a_round_and_the_next_is_written(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", replies=[builder_answer(path="../evil.py"), builder_answer()])
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["files"] == ["calc.py"]
+    assert [e["outcome"] for e in done["payload"]["round_log"]] == ["unusable", "written"]
+    assert "escapes the workspace" in done["payload"]["round_log"][0]["why"]
     assert not (tmp_path / "evil.py").exists()
 
 
-def test_invalid_answers_end_in_invalid_model_response(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=["not json at all", '{"files": []}', '{"summary": 3}'])
+def test_replies_without_a_file_end_in_invalid_model_response(spawn) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", "--builder-rounds", "3", replies=["not a file at all", '{"files": []}', "```\n```"])
     got = agent.run(make_command("implement"))
     err = events(got, "error")[-1]["payload"]
-    assert err["code"] == "invalid_model_response" and "summary" in err["message"]
+    assert err["code"] == "invalid_model_response" and "no round produced a usable change" in err["message"]
     assert events(got, "builder.completed")[-1]["payload"]["tests"]["status"] == "fail"
 
 
 def test_action_list_round_then_answer(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "notes.txt").write_text("remember the milk")
     actions = json.dumps({"reasoning": "look first", "actions": [{"tool": "read", "args": {"path": "notes.txt"}}]})
-    agent = spawn("builder", "--answers", "json", replies=[actions, builder_answer()])
-    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
-    assert done["payload"]["files"] == ["calc.py"]
+    review = json.dumps({"status": "approved", "summary": "read the notes", "findings": []})
+    agent = spawn("reviewer", "--answers", "json", replies=[actions, review])
+    done = events(agent.run(make_command("review")), "review.completed")[-1]
+    assert done["status"] == "approved" and done["payload"]["summary"] == "read the notes"
+    assert done["payload"]["usage"]["calls"] == 2
 
 
 def test_hostile_task_id_never_leaves_the_workspace(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
+    agent = spawn("builder", replies=[builder_answer()])
     got = agent.run(make_command("implement", task_id="../../x"))
     assert events(got, "builder.completed")[-1]["task_id"] == "../../x"
     assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
@@ -99,7 +104,7 @@ def test_hostile_task_id_never_leaves_the_workspace(spawn, workspace: Path, tmp_
 
 
 def test_required_expected_output_missing_fails(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
+    agent = spawn("builder", replies=[builder_answer()])
     got = agent.run(make_command("implement", expected_outputs=[{"path": "docs/missing.md", "required": True}]))
     assert events(got, "error")[-1]["payload"]["code"] == "artifact_write_failed"
     assert events(got, "builder.completed")[-1]["payload"]["tests"]["status"] == "fail"
@@ -119,27 +124,28 @@ def test_a_file_written_through_a_link_is_refused_as_path_rejected_whatever_the_
 
 
 def test_optional_expected_output_missing_is_a_warning(spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer()])
+    agent = spawn("builder", replies=[builder_answer()])
     got = agent.run(make_command("implement", expected_outputs=[{"path": "docs/missing.md", "required": False}]))
     assert not events(got, "error")
     assert events(got, "builder.completed")[-1]["payload"]["files"] == ["calc.py"]
 
 
 def test_oversize_payload_is_spilled_to_a_file(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer(summary="s" * 300_000)])
-    agent.send(make_command("implement"))
+    review = json.dumps({"status": "approved", "summary": "s" * 300_000, "findings": []})
+    agent = spawn("reviewer", "--answers", "json", replies=[review])
+    agent.send(make_command("review"))
     raw_before = len(agent.raw_lines)
-    got = agent.until(lambda m: m.get("event") == "builder.completed")
+    got = agent.until(lambda m: m.get("event") == "review.completed")
     assert all(len(line) <= 262_144 for line in agent.raw_lines[raw_before:])
     spilled = got[-1]["payload"]["spilled"]
     data = (workspace / spilled["path"]).read_bytes()
     assert "sha256:" + hashlib.sha256(data).hexdigest() == spilled["sha256"] and len(data) == spilled["size"]
     assert orjson.loads(data)["summary"] == "s" * 300_000
-    assert got[-1]["payload"]["tests"]["status"] == "not_run"
+    assert got[-1]["status"] == "approved"
 
 
 def test_eof_mid_command_exits_promptly_without_partial_files(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", "--test-command", "sleep 30", replies=[builder_answer()])
+    agent = spawn("builder", "--test-command", "sleep 30", replies=[builder_answer()])
     agent.send(make_command("implement"))
     agent.until(lambda m: m.get("event") == "builder.progress")
     t0 = time.monotonic()
@@ -239,7 +245,7 @@ def test_secrets_never_leave_the_process(spawn, workspace: Path, tmp_path: Path)
 
 def test_secret_in_a_builder_summary_is_redacted_on_stdout(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     secret = "sk-live-0123456789abcdef"
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer(summary=f"used {secret}")], env={"MY_SERVICE_TOKEN": secret})
+    agent = spawn("builder", replies=[builder_answer(summary=f"used {secret}")], env={"MY_SERVICE_TOKEN": secret})
     got = agent.run(make_command("implement"))
     assert events(got, "builder.completed")[-1]["payload"]["summary"] == "used [REDACTED]"
     assert all(secret.encode() not in line for line in agent.raw_lines)
@@ -464,30 +470,33 @@ BUILDER_TRICKS = [".git/hooks/pre-commit", "./.env", "src/../.git/config", "src/
                   "a" * 300 + ".py", "../outside.py"]
 
 
-def test_builder_answers_with_protected_paths_are_sent_back_and_nothing_is_written(  # type: ignore[no-untyped-def]
+def test_builder_replies_with_protected_paths_cost_their_round_and_nothing_is_written(  # type: ignore[no-untyped-def]
         spawn, workspace: Path, tmp_path: Path) -> None:
     for rel in (".git/hooks/pre-commit", ".env", ".git/config", "receipts/T-0001/implement-1.json", "reviews/T-0001.json"):
         (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
         (workspace / rel).write_text("original")
     (workspace / "to_receipts").symlink_to(workspace / "receipts" / "T-0001")
-    replies = [builder_answer(content="forged", path=p) for p in BUILDER_TRICKS] + [builder_answer()]
-    agent = spawn("builder", "--answers", "json", "--max-repairs", str(len(BUILDER_TRICKS)), replies=replies)
+    # The Lua form names any path, dot-paths and over-long names included (the fenced form reads none of those).
+    replies = [lua_files((p, "forged")) for p in BUILDER_TRICKS] + [lua_files(("calc.py", CALC))]
+    agent = spawn("builder", "--answers", "lua", "--builder-rounds", str(len(BUILDER_TRICKS) + 1), replies=replies)
     done = events(agent.run(make_command("implement", task_id="T-0002")), "builder.completed")[-1]
     assert done["status"] == "success" and done["payload"]["files"] == ["calc.py"]
     for rel in (".git/hooks/pre-commit", ".env", ".git/config", "receipts/T-0001/implement-1.json", "reviews/T-0001.json"):
         assert (workspace / rel).read_text() == "original", rel
     assert not (tmp_path / "outside.py").exists()
-    audit = [json.loads(line) for line in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
-    rejected = [a for a in audit if a.get("event") == "answer_rejected"]
-    assert [a["code"] for a in rejected] == ["path_rejected"] * len(BUILDER_TRICKS)
-    assert any("is a symbolic link" in a["error"] for a in rejected)
-    assert any("too long" in a["error"] or "longer than" in a["error"] for a in rejected)
+    log = done["payload"]["round_log"]
+    assert [e["outcome"] for e in log] == ["unusable"] * len(BUILDER_TRICKS) + ["written"]
+    refused = [e["why"] for e in log[:-1]]
+    assert sum("may not write" in why or "protected" in why for why in refused) >= 5, refused
+    assert any("is a symbolic link" in why for why in refused)
+    assert any("escapes the workspace" in why for why in refused)
 
 
-def test_a_protected_path_that_is_never_repaired_fails_with_path_rejected(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer(path="./.env")] * 3)
+def test_a_protected_path_that_is_never_repaired_fails_and_is_not_written(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = spawn("builder", "--answers", "lua", "--builder-rounds", "3", replies=[lua_files((".env", "X=1\n"))] * 3)
     got = agent.run(make_command("implement"))
-    assert events(got, "error")[-1]["payload"]["code"] == "path_rejected"
+    err = events(got, "error")[-1]["payload"]
+    assert err["code"] == "invalid_model_response" and ".env" in err["message"]
     assert events(got, "builder.completed")[-1]["status"] == "failed"
     assert not (workspace / ".env").exists()
 
@@ -523,10 +532,8 @@ def test_builder_answer_keeps_modes_of_rewritten_files(spawn, workspace: Path) -
     (workspace / "run.sh").chmod(0o755)
     (workspace / "mod.py").write_text("X = 1\n")
     (workspace / "mod.py").chmod(0o644)
-    answer = json.dumps({"summary": "rewrote", "files": [{"path": "run.sh", "content": "#!/bin/sh\necho new\n"},
-                                                         {"path": "mod.py", "content": "X = 2\n"},
-                                                         {"path": "new.py", "content": "Y = 1\n"}]})
-    agent = spawn("builder", "--answers", "json", replies=[answer])
+    answer = fenced(("run.sh", "#!/bin/sh\necho new\n"), ("mod.py", "X = 2\n"), ("new.py", "Y = 1\n"), words="rewrote")
+    agent = spawn("builder", replies=[answer])
     agent.run(make_command("implement"))
     assert (workspace / "run.sh").read_text().endswith("echo new\n")
     assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
@@ -534,14 +541,16 @@ def test_builder_answer_keeps_modes_of_rewritten_files(spawn, workspace: Path) -
     assert stat.S_IMODE((workspace / "new.py").stat().st_mode) == 0o600
 
 
-def test_builder_answer_with_a_secret_is_repaired_and_written_exactly(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_builder_reply_with_a_secret_costs_its_round_and_the_next_is_written_exactly(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     secret = "sk-live-0123456789abcdef"
     exact = "import os\n\ndef key():\n    return os.environ['MY_SERVICE_TOKEN']  # return x + 1\n"
-    agent = spawn("builder", "--answers", "json", replies=[builder_answer(content=f"KEY = '{secret}'\n", path="cfg.py"),
+    agent = spawn("builder", replies=[builder_answer(content=f"KEY = '{secret}'\n", path="cfg.py"),
                                       builder_answer(content=exact, path="cfg.py")],
                   env={"MY_SERVICE_TOKEN": secret})
     done = events(agent.run(make_command("implement")), "builder.completed")[-1]
     assert done["payload"]["files"] == ["cfg.py"]
     assert (workspace / "cfg.py").read_text() == exact  # as asked: nothing rewritten
+    assert [e["outcome"] for e in done["payload"]["round_log"]] == ["unusable", "written"]
+    assert "secret" in done["payload"]["round_log"][0]["why"]
     audit = (workspace / "logs/luallm-agent/audit.jsonl").read_text()
-    assert "secret_in_artifact" in audit and secret not in audit
+    assert "reply_unusable" in audit and secret not in audit

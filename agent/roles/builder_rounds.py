@@ -405,7 +405,8 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     files.write(written_first)
     files.start = {w.path: w.content.encode() for w in written_first}
     testing = bool(ctx.settings.test_command)
-    best: dict[str, Any] = {"status": "not_run", "summary": "no test command configured"}
+    best: dict[str, Any] = {"status": "not_run",
+                            "summary": "no test command configured (set --test-command or LUALLM_AGENT_TEST_COMMAND)"}
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
