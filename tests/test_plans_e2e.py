@@ -1,9 +1,14 @@
-"""End-to-end: Lua plans through `luallm-agent stdio` for every role, and hostile plans contained."""
+"""End-to-end: Lua plans through `luallm-agent stdio` for every role that answers in plans, the
+writing tools through `luallm-agent plan`, and hostile plans contained."""
 
 import json
+import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from support import events, make_command
 
@@ -12,17 +17,27 @@ def lua(body: str) -> str:
     return f"```lua\n{body}\n```"
 
 
-def test_builder_plan_writes_through_tools(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    plan = lua('''function run(context)
-  local r = tools.write("src/hello.txt", "hello " .. context.task_id)
-  tools.progress("wrote hello")
+APPROVED = json.dumps({"status": "approved", "summary": "ok", "findings": []})
+
+
+def run_plan_cli(workspace: Path, source: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`luallm-agent plan` on `source` (every tool, the writing ones too): its printed JSON."""
+    plan = workspace.parent / "plan.lua"
+    plan.write_text(source)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LUALLM_AGENT_"))}
+    proc = subprocess.run([sys.executable, "-m", "agent", "plan", str(plan), "--workspace", str(workspace), *args],
+                          capture_output=True, text=True, timeout=60, env={**full_env, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+def test_a_plan_writes_through_tools(workspace: Path) -> None:
+    out = run_plan_cli(workspace, '''function run(context)
+  local r = tools.write("src/hello.txt", "hello " .. context.inputs.who)
   return {summary = "wrote " .. r.path}
-end''')
-    got = spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement"))
-    done = events(got, "builder.completed")[-1]
+end''', "--input", '{"who": "T-0001"}')
     assert (workspace / "src/hello.txt").read_text() == "hello T-0001"
-    assert done["payload"]["answer_via"] == "lua" and done["payload"]["files"] == ["src/hello.txt"]
-    assert any(e["payload"].get("message") == "wrote hello" for e in events(got, "builder.progress"))
+    assert out["result"] == {"summary": "wrote src/hello.txt"} and [a["path"] for a in out["artifacts"]] == ["src/hello.txt"]
     assert list((workspace / "logs/luallm-agent/plans").glob("*.json"))
 
 
@@ -67,10 +82,10 @@ end''')
 
 
 def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type: ignore[no-untyped-def]
-    bad = lua("function run(context)\n  return {summary = undefined_helper()}\nend")
-    good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
-    agent = spawn("builder", "--answers", "plan", replies=[bad, good])
-    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
+    bad = lua("function run(context)\n  return {status = \"approved\", summary = undefined_helper(), findings = {}}\nend")
+    good = json.dumps({"status": "approved", "summary": "fixed", "findings": []})
+    agent = spawn("reviewer", "--answers", "plan", replies=[bad, good])
+    done = events(agent.run(make_command("review")), "review.completed")[-1]
     assert done["payload"]["summary"] == "fixed"
     audit = Path(agent.proc.args[agent.proc.args.index("--workspace") + 1]) / "logs/luallm-agent/audit.jsonl"
     rejected = [json.loads(line) for line in audit.read_text().splitlines() if '"answer_rejected"' in line]
@@ -80,33 +95,36 @@ def test_invalid_plan_is_sent_back_with_the_exact_error(spawn) -> None:  # type:
 def test_hostile_plans_are_contained_and_heartbeats_stay_on_time(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     spin = lua("function run(context)\n  while true do pcall(function() while true do end end) end\nend")
     escape = lua('function run(context)\n  return {summary = os.execute("id")}\nend')
-    agent = spawn("builder", "--answers", "plan", "--plan-wall-s", "1.5", "--max-repairs", "0", replies=[spin, escape, json.dumps({"summary": "ok", "no_changes_reason": "nothing to do"})])
-    agent.send(make_command("implement", task_id="T-spin"))
-    got = agent.until(lambda m: m.get("event") == "builder.completed", timeout=30)
+    agent = spawn("reviewer", "--answers", "plan", "--plan-wall-s", "1.5", "--max-repairs", "0",
+                  "--keep-serving-on-failure", replies=[spin, escape, APPROVED])
+    agent.send(make_command("review", task_id="T-spin"))
+    got = agent.until(lambda m: m.get("event") == "error", timeout=30)
     code = events(got, "error")[-1]["payload"]["code"]
     assert code in ("plan_timeout", "plan_instruction_limit")
     beats = [m for m in got if m.get("kind") == "heartbeat"]
     assert len(beats) >= 2  # busy, then periodic beats while the plan spun
     seqs = [b["seq"] for b in beats]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    got = agent.run(make_command("implement", task_id="T-escape"))
+    agent.send(make_command("review", task_id="T-escape"))
+    got = agent.until(lambda m: m.get("event") == "error", timeout=30)
     err = events(got, "error")[-1]["payload"]
     assert err["code"] == "sandbox_violation" and "os.execute" in err["message"] and err["line"] == 2
-    done = events(agent.run(make_command("implement", task_id="T-after")), "builder.completed")[-1]
+    done = events(agent.run(make_command("review", task_id="T-after")), "review.completed")[-1]
     assert done["payload"]["summary"] == "ok"  # still serving
 
 
 def test_heartbeat_gaps_while_a_plan_spins(spawn) -> None:  # type: ignore[no-untyped-def]
     spin = lua("function run(context)\n  local x = 0\n  while true do x = x + 1 end\nend")
-    agent = spawn("builder", "--answers", "plan", "--plan-wall-s", "3", "--max-repairs", "0", replies=[spin])
-    agent.send(make_command("implement"))
+    agent = spawn("reviewer", "--answers", "plan", "--plan-wall-s", "3", "--max-repairs", "0",
+                  "--keep-serving-on-failure", replies=[spin])
+    agent.send(make_command("review"))
     arrivals = []
     end = time.monotonic() + 30
     while time.monotonic() < end:
         msg = agent.messages.get(timeout=10)
         if msg and msg.get("kind") == "heartbeat":
             arrivals.append(time.monotonic())
-        if msg and msg.get("event") == "builder.completed":
+        if msg and msg.get("event") == "error":
             break
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     assert len(arrivals) >= 4 and max(gaps) < 0.5 + 1.0  # interval 0.5 s (+1 s allowed)
@@ -127,17 +145,16 @@ end''')
     assert "keep me" in text and "hijacked" not in text and "## Status\n\nnew" in text
 
 
-def test_builder_plan_cannot_forge_a_receipt(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    plan = lua('''function run(context)
+def test_a_plan_cannot_forge_a_receipt(workspace: Path) -> None:
+    out = run_plan_cli(workspace, '''function run(context)
   local w = tools.write("receipts/T-0001/.index/forged.json", "[]")
-  return {summary = "forge: " .. tostring(w.code), no_changes_reason = "only probing the sandbox"}
+  return {summary = "forge: " .. tostring(w.code)}
 end''')
-    done = events(spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement")), "builder.completed")[-1]
-    assert done["payload"]["summary"] == "forge: path_rejected"
+    assert out["result"]["summary"] == "forge: path_rejected"
     assert not (workspace / "receipts/T-0001/.index/forged.json").exists()
 
 
-def test_builder_plan_write_and_edit_keep_file_modes(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_write_and_edit_keep_file_modes(workspace: Path) -> None:
     (workspace / "run.sh").write_text("#!/bin/sh\necho old\n")
     (workspace / "run.sh").chmod(0o755)
     (workspace / "mod.py").write_text("X = 1\n")
@@ -148,7 +165,7 @@ def test_builder_plan_write_and_edit_keep_file_modes(spawn, workspace: Path) -> 
   tools.write("fresh.sh", "#!/bin/sh\\n")
   return {summary = "done"}
 end''')
-    spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement"))
+    run_plan_cli(workspace, plan)
     assert (workspace / "run.sh").read_text() == "#!/bin/sh\necho new\n"
     assert (workspace / "mod.py").read_text() == "X = 2\n"
     assert stat.S_IMODE((workspace / "run.sh").stat().st_mode) == 0o755
@@ -156,7 +173,7 @@ end''')
     assert stat.S_IMODE((workspace / "fresh.sh").stat().st_mode) == 0o600
 
 
-def test_builder_plan_cannot_write_a_secret_value(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_cannot_write_a_secret_value(workspace: Path) -> None:
     # The worker runs with a scrubbed environment: the secret values reach it in the plan request.
     secret = "sk-live-0123456789abcdef"
     plan = lua(f'''function run(context)
@@ -164,36 +181,34 @@ def test_builder_plan_cannot_write_a_secret_value(spawn, workspace: Path) -> Non
   local ok = tools.write("fine.txt", "no secret here")
   return {{summary = "write: " .. tostring(w.code) .. ", fine: " .. tostring(ok.path)}}
 end''')
-    done = events(spawn("builder", "--answers", "plan", replies=[plan], env={"DEPLOY_TOKEN": secret}).run(make_command("implement")),
-                  "builder.completed")[-1]
-    assert done["payload"]["summary"] == "write: secret_in_artifact, fine: fine.txt"
+    out = run_plan_cli(workspace, plan, env={"DEPLOY_TOKEN": secret})
+    assert out["result"]["summary"] == "write: secret_in_artifact, fine: fine.txt"
     assert not (workspace / "leak.txt").exists() and (workspace / "fine.txt").read_text() == "no secret here"
 
 
-def test_a_plan_edit_copied_loosely_lands_in_the_confined_worker(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_edit_copied_loosely_lands_in_the_confined_worker(workspace: Path) -> None:
     (workspace / "p.py").write_text('def is_p(t):\n    """Same both ways."""\n    return t == t[::-1]\n')
     plan = lua('''function run(context)
   local r = tools.edit("p.py", "def is_p(t):\\n    return t == t[::-1]\\n", "def is_p(t):\\n    t = t.lower()\\n    return t == t[::-1]\\n")
   if r.error then error(r.error) end
   return {summary = r.note}
 end''')
-    agent = spawn("builder", "--answers", "plan", "--answers", "plan", replies=[plan])
-    done = events(agent.run(make_command("implement")), "builder.completed")[-1]
-    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
-    assert "1 line of the file left out" in done["payload"]["summary"]
+    out = run_plan_cli(workspace, plan)
+    assert "1 line of the file left out" in out["result"]["summary"]
     assert (workspace / "p.py").read_text() == 'def is_p(t):\n    """Same both ways."""\n    t = t.lower()\n    return t == t[::-1]\n'
 
 
 def test_a_plan_whose_long_string_swallowed_its_code_is_closed_and_runs(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-0.5B held to the plan grammar (run gram3): the test file's `]])` never came, so the
+    # Qwen2.5-Coder-0.5B held to the plan grammar (run gram3): the long string's `]]` never came, so the
     # plan's own code became text and the reply ran on in prose to its token limit.
-    reply = ("```lua\nfunction run(context)\n  local w = tools.write(\"tests/test_a.py\", [[\nimport a\n\n\n"
-             "def test_a():\n    assert a.A == 1\n  if w.error then error(\"write failed: \" .. w.error) end\n"
-             "  return {summary = \"wrote the test\"}\nend\n``\n\nThis Lua plan follows the structure of the task.")
-    got = spawn("builder", "--answers", "plan", replies=[reply]).run(make_command("implement"))
-    done = events(got, "builder.completed")[-1]
-    assert done["payload"]["answer_via"] == "lua" and done["payload"]["files"] == ["tests/test_a.py"]
-    assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n    assert a.A == 1\n"
+    reply = ("```lua\nfunction run(context)\n  local notes = [[\nimport a\n\n\n"
+             "def test_a():\n    assert a.A == 1\n  if notes == \"\" then error(\"no notes\") end\n"
+             "  return {status = \"approved\", summary = notes, findings = {}}\nend\n``\n\n"
+             "This Lua plan follows the structure of the task.")
+    got = spawn("reviewer", "--answers", "plan", replies=[reply]).run(make_command("review"))
+    done = events(got, "review.completed")[-1]
+    assert done["payload"]["answer_via"] == "lua"
+    assert done["payload"]["summary"] == "import a\n\n\ndef test_a():\n    assert a.A == 1\n"
     warns = [m for m in got if m.get("kind") == "log" and m.get("level") == "warn"]
     assert any("a long string ran on into the plan's own code" in m["message"] for m in warns)
     audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
@@ -204,100 +219,69 @@ def test_a_rejected_plan_goes_back_whole_without_the_prose_around_it(spawn, work
     # Qwen2.5-Coder-1.5B (run gram2, held to the grammar) repaired by copying its last plan, clip mark
     # and all: the mark had fallen inside a long string, which then never closed
     content = "".join(f"line {i} of the test file\n" for i in range(120))          # ~3 KB of file content
-    plan = ('function run(context)\n  local r = tools.edit("a.py", "missing text", "x")\n'
-            '  if type(r) == "table" and r.error then error("edit failed: " .. r.error) end\n'
-            f'  tools.write("tests/test_a.py", [[\n{content}]])\n  return {{summary = "done"}}\nend')
-    reply = "Here is the plan.\n" + lua(plan) + "\nIt edits a.py and writes a test." + " More prose." * 200
-    good = json.dumps({"summary": "fixed", "no_changes_reason": "the task is already done"})
+    plan = ('function run(context)\n  local r = tools.read("missing.py")\n'
+            '  if type(r) == "table" and r.error then error("read failed: " .. r.error) end\n'
+            f'  local notes = [[\n{content}]]\n  return {{status = "approved", summary = notes, findings = {{}}}}\nend')
+    reply = "Here is the plan.\n" + lua(plan) + "\nIt reads missing.py and notes a test." + " More prose." * 200
+    good = json.dumps({"status": "approved", "summary": "fixed", "findings": []})
     rec = tmp_path / "rec.jsonl"
-    (workspace / "a.py").write_text("x = 1\n")
-    agent = spawn("builder", "--answers", "plan", "--record", str(rec), replies=[reply, good])
-    assert events(agent.run(make_command("implement")), "builder.completed")[-1]["payload"]["summary"] == "fixed"
+    agent = spawn("reviewer", "--answers", "plan", "--record", str(rec), replies=[reply, good])
+    assert events(agent.run(make_command("review")), "review.completed")[-1]["payload"]["summary"] == "fixed"
     second = json.loads(rec.read_text().splitlines()[1])["request"]["messages"]
     assert second[-2] == {"role": "assistant", "content": lua(plan)}
-    assert "edit failed" in second[-1]["content"]
+    assert "read failed" in second[-1]["content"]
 
 
 def test_a_plan_reads_the_goal_as_context_goal(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     # Qwen2.5-Coder-0.5B's spec plans (run gram5) read `context.goal` in all three attempts
-    plan = lua('function run(context)\n  return {summary = "goal: " .. context.goal .. " / " .. context.inputs.goal,\n'
-               '          no_changes_reason = "a test of the context"}\nend')
-    got = spawn("builder", "--answers", "plan", replies=[plan]).run(make_command("implement", inputs={"goal": "add greet"}))
-    assert events(got, "builder.completed")[-1]["payload"]["summary"] == "goal: add greet / add greet"
+    plan = lua('function run(context)\n  return {status = "approved", summary = "goal: " .. context.goal .. " / " '
+               '.. context.inputs.goal, findings = {}}\nend')
+    got = spawn("reviewer", "--answers", "plan", replies=[plan]).run(make_command("review", inputs={"goal": "add greet"}))
+    assert events(got, "review.completed")[-1]["payload"]["summary"] == "goal: add greet / add greet"
 
 
 def test_a_plan_that_loops_is_stopped_cut_after_its_first_copy_and_finished_by_the_model(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-0.5B held to the plan grammar (feature-cart, runs gram6 and gram9): a test file
-    # whose asserts repeat until the token limit, in every run. The stream is stopped a few copies in,
+    # Qwen2.5-Coder-0.5B held to the plan grammar (feature-cart, runs gram6 and gram9): a long string
+    # whose lines repeat until the token limit, in every run. The stream is stopped a few copies in,
     # the plan cut after the first copy and closed, and the model asked only for the rest of `run`.
     from fake_openai import FakeOpenAI, Stream
 
-    head = ('```lua\nfunction run(context)\n  local w = tools.write("tests/test_a.py", [[\nimport a\n\n\n'
-            "def test_a():\n")
+    head = '```lua\nfunction run(context)\n  local notes = [[\nimport a\n\n\ndef test_a():\n'
     block = ["    assert a.f(1) == 1\n", "    assert a.f(2) == 4\n"]
-    rest = '\n  if w.error then error("write failed: " .. w.error) end\n  return {summary = "wrote the test"}\nend\n```'
+    rest = '\n  return {status = "approved", summary = notes, findings = {}}\nend\n```'
     fake = FakeOpenAI([Stream([head, *block], forever=True, repeat_from=1), rest])
     fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
     with fake.running():
-        agent = spawn("builder", "--answers", "plan", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
-        done = events(agent.run(make_command("implement")), "builder.completed")[-1]
-    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
-    assert (workspace / "tests/test_a.py").read_text() == "import a\n\n\ndef test_a():\n" + "".join(block)
+        agent = spawn("reviewer", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
+        done = events(agent.run(make_command("review")), "review.completed")[-1]
+    assert done["status"] == "approved" and done["payload"]["answer_via"] == "lua"
+    assert done["payload"]["summary"] == "import a\n\n\ndef test_a():\n" + "".join(block)
     first, second = (r["body"] for r in fake.requests)
     assert 'root ::= block-run sp "end"' in second["grammar"] and second["max_tokens"] == 512
-    assert second["messages"][-2]["role"] == "assistant" and second["messages"][-2]["content"].endswith("]])")
+    assert second["messages"][-2]["role"] == "assistant" and second["messages"][-2]["content"].endswith("]]")
     assert "began to repeat itself at line" in second["messages"][-1]["content"]
     audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
     stopped = [a for a in audit if a["event"] == "model_repetition_stopped"]
     cut = [a for a in audit if a["event"] == "plan_loop_cut"]
-    assert stopped and stopped[0]["copies"] >= 6 and cut and cut[0]["closer"] == "]])"
-
-
-def test_a_grammar_held_builder_edit_copies_the_file_it_was_shown(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    # Qwen2.5-Coder-0.5B on feature-cart (runs gram17–gram26): edits whose old text dropped `self`
-    # failed at run time in seven runs of ten. The grammar sent holds `old` to the quoted file.
-    from fake_openai import FakeOpenAI
-    from gbnf_matcher import parse_gbnf
-
-    (workspace / "cart.py").write_text("class Cart:\n    def add(self, name):\n        self.items.append(name)\n")
-    plan = lua('''function run(context)
-  local r = tools.edit("cart.py", '        self.items.append(name)\\n',
-    '        self.items.append(name)\\n\\n    def remove(self, name):\\n        self.items.remove(name)\\n')
-  if type(r) == "table" and r.error then error("edit failed: " .. r.error) end
-  return {summary = "Added remove(name)"}
-end''')
-    fake = FakeOpenAI([plan])
-    fake.props = {"build_info": "b1"}               # llama.cpp: takes a GBNF grammar
-    with fake.running():
-        agent = spawn("builder", "--answers", "plan", "--base-url", fake.base_url, "--model", "fake-model", "--answers", "grammar")
-        got = agent.run(make_command("implement", inputs={"goal": "Add remove(name) to the Cart class in cart.py."}))
-    done = events(got, "builder.completed")[-1]
-    assert done["status"] == "success" and done["payload"]["answer_via"] == "lua"
-    assert "def remove(self, name):" in (workspace / "cart.py").read_text()
-    grammar = parse_gbnf(fake.requests[0]["body"]["grammar"])
-    assert grammar.accepts(plan)
-    assert not grammar.accepts(plan.replace("'        self.items.append(name)\\n',", "'    self.items.append(name)\\n',"))
+    assert stopped and stopped[0]["copies"] >= 6 and cut and cut[0]["closer"] == "]]"
 
 
 def test_a_stdout_stall_is_not_charged_to_the_plan(tmp_path: Path, workspace: Path) -> None:
     # lorch stops reading stdout for 5 s while a plan that needs a fraction of its 2 s runs: the
-    # agent blocks writing the plan's progress lines. The plan must not time out, and the model
-    # must be asked once.
+    # agent blocks writing to stdout (heartbeats, its log lines) while the plan reports progress. The
+    # plan must not time out, and the model must be asked once (the worker's own accounting of the
+    # agent's blocked time: tests/plans/test_runner.py).
     import fcntl
-    import os
-    import subprocess
-    import sys
 
     from support import write_replies
 
     plan = lua('''function run(context)
   for i = 1, 8 do tools.progress(string.rep("p", 900) .. i) end
-  tools.write("out.txt", "done")
-  return {summary = "wrote out.txt"}
+  return {status = "approved", summary = "told its progress", findings = {}}
 end''')
     replies = write_replies(tmp_path / "replies.json", [plan])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LUALLM_AGENT_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "agent", "stdio", "--role", "builder", "--workspace",
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "stdio", "--role", "reviewer", "--workspace",
                              str(workspace), "--answers", "plan", "--plan-wall-s", "2", "--heartbeat-interval", "0.5",
                              "--scripted-replies", str(replies)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -306,7 +290,7 @@ end''')
         fcntl.fcntl(proc.stdout.fileno(), 1031, 4096)  # F_SETPIPE_SZ: a small pipe fills at once
         while b'"ready"' not in proc.stdout.readline():
             pass
-        proc.stdin.write(json.dumps(make_command("implement")).encode() + b"\n")
+        proc.stdin.write(json.dumps(make_command("review")).encode() + b"\n")
         proc.stdin.flush()
         time.sleep(5)  # not reading
         got = []
@@ -314,14 +298,13 @@ end''')
             line = proc.stdout.readline()
             assert line, "the agent ended without answering"
             got.append(json.loads(line))
-            if got[-1].get("event") == "builder.completed":
+            if got[-1].get("event") == "review.completed":
                 break
     finally:
         proc.kill()
         proc.wait()
     done = got[-1]
-    assert done["status"] == "success", done
-    assert (workspace / "out.txt").read_text() == "done"
+    assert done["status"] == "approved", done
     audit = [json.loads(x) for x in (workspace / "logs/luallm-agent/audit.jsonl").read_text().splitlines()]
     assert not [a for a in audit if "plan_timeout" in json.dumps(a)]
     assert done["payload"]["usage"]["calls"] == 1
