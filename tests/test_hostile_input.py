@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from support import dumps, events, make_command
+from support import dumps, events, fenced, make_command
 
 from agent.errors import MAX_MESSAGE_BYTES, AgentError
 from agent.protocol import MAX_JSON_DEPTH, nesting_exceeds
@@ -45,7 +45,7 @@ def test_nesting_scan_counts_structure_not_strings(text: bytes, deeper: bool) ->
 
 
 def test_two_kilobyte_bracket_bomb_gets_an_error_and_the_agent_keeps_serving(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     agent.send(b'{"kind":' + b"[" * 1000 + b"]" * 1000 + b"}")
     err = agent.until(lambda m: m.get("event") == "error")[-1]["payload"]
     assert err["code"] == "invalid_command" and f"deeper than {MAX_JSON_DEPTH} levels" in err["message"]
@@ -56,7 +56,7 @@ def test_two_kilobyte_bracket_bomb_gets_an_error_and_the_agent_keeps_serving(spa
 
 
 def test_valid_command_with_inputs_400_deep_is_invalid_command_with_its_ids(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     cmd = make_command("implement", task_id="T-deep", inputs={"deep": _nested(400)})
     agent.send(json.dumps(cmd).encode())  # orjson itself refuses to write this deep
     err = agent.until(lambda m: m.get("event") == "error")[-1]
@@ -66,14 +66,14 @@ def test_valid_command_with_inputs_400_deep_is_invalid_command_with_its_ids(spaw
 
 
 def test_nesting_within_the_limit_is_a_command(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     got = agent.run(make_command("implement", inputs={"deep": _nested(MAX_JSON_DEPTH - 3),
                                                       "code": "[" * 5000 + "{" * 5000}))
     assert events(got, "error")[-1]["payload"]["code"] == "model_not_configured"
 
 
 def test_huge_ids_keep_every_line_under_the_cap_with_code_and_message(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     cmd = make_command("implement", task_id="T" * 131_000)
     cmd["correlation_id"] = "C" * 130_000
     line = dumps(cmd)
@@ -95,14 +95,14 @@ def test_huge_ids_keep_every_line_under_the_cap_with_code_and_message(spawn) -> 
     b'{"a": "\x01"}', b'{"kind": "comm', b"\x00\x00\x00", b"\xef\xbb\xbf{}",
 ])
 def test_hostile_scalars_are_invalid_command(spawn, line: bytes) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     agent.send(line)
     assert agent.until(lambda m: m.get("event") == "error")[-1]["payload"]["code"] == "invalid_command"
     _still_serving(agent)
 
 
 def test_huge_kind_value_gives_a_bounded_message(spawn) -> None:  # type: ignore[no-untyped-def]
-    agent = spawn("builder", "--answers", "json")
+    agent = spawn("builder")
     agent.send(dumps({"kind": "k" * 200_000, "task_id": "T-k", "correlation_id": "c-k"}))
     err = agent.until(lambda m: m.get("event") == "error")[-1]
     assert err["task_id"] == "T-k" and len(err["payload"]["message"]) < 500
@@ -116,8 +116,7 @@ def test_every_error_message_is_bounded() -> None:
 
 
 def test_path_component_too_long_is_path_rejected_not_internal_error(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
-    answer = json.dumps({"summary": "ok", "files": [{"path": "ok.txt", "content": "x"}]})
-    agent = spawn("builder", "--answers", "json", replies=[answer])
+    agent = spawn("builder", replies=[fenced(("ok.txt", "x"), words="ok")])
     long_out = {"path": "d" * 300 + "/out.txt", "required": True}
     got = agent.run(make_command("implement", expected_outputs=[long_out]))
     err = events(got, "error")[-1]["payload"]
@@ -126,8 +125,7 @@ def test_path_component_too_long_is_path_rejected_not_internal_error(spawn, work
 
 
 def test_commands_queued_at_eof_still_get_their_failure_events(spawn) -> None:  # type: ignore[no-untyped-def]
-    spin = "```lua\nfunction run(context)\n  while true do end\nend\n```"
-    agent = spawn("builder", "--answers", "json", "--plan-wall-s", "20", replies=[spin])
+    agent = spawn("builder", "--test-command", "sleep 20", replies=[fenced(("ok.txt", "x"), words="ok")])
     agent.send(make_command("implement", task_id="T-running"))
     agent.until(lambda m: m.get("kind") == "heartbeat" and m.get("status") == "busy")
     for n in (1, 2):
