@@ -11,17 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support import events, make_command
+from support import events, fenced, make_command
 
 CALC = '__all__ = ["add"]\n\n\ndef add(a, b):\n    return a + b\n'
 FOREVER = 12  # lorch has no limit; this driver gives up here
 
 
 def builder_answer(round_no: int) -> str:
-    # each round changes what the code does (a change of comments alone is sent back)
-    return json.dumps({"summary": f"round {round_no}", "edits": [
-        {"path": "calc.py", "old": "    return a + b\n", "new": f"    return a + b\n\n\nROUND = {round_no}\n"}]
-        if round_no == 0 else [{"path": "calc.py", "old": f"ROUND = {round_no - 1}", "new": f"ROUND = {round_no}"}]})
+    # each round changes what the code does (a change of comments alone is no change)
+    return fenced(("calc.py", f"{CALC}\n\nROUND = {round_no}\n"), words=f"round {round_no}")
 
 
 def _recorded(path: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -30,7 +28,7 @@ def _recorded(path: Path) -> list[dict]:  # type: ignore[type-arg]
 
 def test_review_loop_ends_after_max_rounds_across_a_restart(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text(CALC)
-    builder = spawn("builder", "--answers", "plan", replies=[builder_answer(i) for i in range(FOREVER)])
+    builder = spawn("builder", replies=[builder_answer(i) for i in range(FOREVER)])
     insist = json.dumps({"status": "changes_requested", "summary": "still not exported",
                          "findings": [{"path": "calc.py", "line": 1, "comment": "export subtract in __all__"}]})
     recording = tmp_path / "reviewer-requests.jsonl"
@@ -63,7 +61,7 @@ def test_review_loop_ends_after_max_rounds_across_a_restart(spawn, workspace: Pa
 def test_spec_loop_ends_after_max_spec_rounds(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     (workspace / "calc.py").write_text(CALC)
     (workspace / "SPEC.md").write_text("# Spec\n\n## Behaviour\nadd and subtract\n\n## Status\nadd only\n")
-    builder = spawn("builder", "--answers", "plan", replies=[builder_answer(i) for i in range(FOREVER)])
+    builder = spawn("builder", replies=[builder_answer(i) for i in range(FOREVER)])
     insist = json.dumps({"status": "changes_requested", "summary": "subtract is missing",
                          "required_changes": ["implement subtract(a, b)"]})
     spec = spawn("spec_maintainer", "--max-spec-rounds", "2", replies=[insist] * FOREVER)
