@@ -49,6 +49,22 @@ def test_writer_spills_oversize_payload() -> None:
     assert spilled and spilled[0] > 5000
 
 
+def test_a_spilled_payload_is_the_redacted_one() -> None:
+    from agent.redact import Redactor
+
+    secret = "tok-SECRET-spill-7f3a9c"
+    spilled: list[bytes] = []
+
+    def spill(msg, line):  # type: ignore[no-untyped-def]
+        spilled.append(line)
+        return {"summary": "spilled", "spilled": {"path": "x.json"}}
+
+    out = io.BytesIO()
+    Writer(out, redact=Redactor({}, extra=[secret]).data, spill=spill, max_line=1000).write(
+        {"kind": "event", "payload": {"notes": f"used {secret} " + "y" * 5000}})
+    assert spilled and b"used [REDACTED] " in spilled[0] and secret.encode() not in spilled[0] + out.getvalue()
+
+
 def test_writer_never_exceeds_line_cap_even_without_spill() -> None:
     out = io.BytesIO()
     Writer(out, max_line=500).write({"kind": "event", "payload": {"big": "y" * 5000}})
