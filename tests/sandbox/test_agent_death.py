@@ -18,7 +18,7 @@ from support import make_command
 
 MARKER_VAR = "LUALLM_DEATH_TEST_MARKER"
 PLAN = ('```lua\nfunction run(context)\n  tools.run("sleep 30", {timeout_ms = 30000})\n'
-        '  return {summary = "slept", files = {}}\nend\n```')
+        '  return {status = "approved", summary = "slept", findings = {}}\nend\n```')
 
 
 def _cmdlines(marker: str) -> dict[int, str]:
@@ -43,11 +43,13 @@ def _wait_for(pred, timeout: float) -> bool:
 @pytest.mark.parametrize("how", ["plan_command", "test_command"])
 def test_kill_9_of_the_agent_leaves_no_child_alive_after_1s(spawn, how):
     marker = uuid.uuid4().hex
-    args = ["--plan-wall-s", "60", "--plan-run-allow", "sleep"] if how == "plan_command" else \
+    # a reviewer's plan runs a command; the builder runs the test command (before asking for anything)
+    args = ["--answers", "plan", "--plan-wall-s", "60", "--plan-run-allow", "sleep"] if how == "plan_command" else \
         ["--test-command", "sleep 30"]
-    reply = PLAN if how == "plan_command" else {"summary": "nothing to change", "files": [], "no_changes_reason": "already done"}
-    agent = spawn("builder", "--answers", "plan", *args, replies=[reply], env={MARKER_VAR: marker})
-    agent.send(make_command("implement"))
+    role, action = ("reviewer", "review") if how == "plan_command" else ("builder", "implement")
+    agent = spawn(role, *args, replies=[PLAN if how == "plan_command" else "calc.py\n```\nX = 1\n```\n"],
+                  env={MARKER_VAR: marker})
+    agent.send(make_command(action))
     assert _wait_for(lambda: any(c.startswith("sleep 30") for c in _cmdlines(marker).values()), 30), \
         _cmdlines(marker)
     before = _cmdlines(marker)
@@ -77,7 +79,7 @@ def test_a_restarted_agent_removes_stale_temp_files_it_owns(spawn, workspace, tm
     sbx = Path(os.environ.get("TMPDIR", "/tmp")) / f"luallm-sbx-{dead}-leftover"
     sbx.mkdir()
     (sbx / "tmp").mkdir()
-    agent = spawn("builder", "--answers", "plan")
+    agent = spawn("builder")
     audit = workspace / "logs" / "luallm-agent" / "audit.jsonl"
     assert _wait_for(lambda: audit.exists() and b'"stale_removed"' in audit.read_bytes(), 15)
     assert not stale.exists() and live.exists() and unrelated.exists() and not sbx.exists()
