@@ -164,16 +164,3 @@ class PlanHostAdapter:
 
     def log(self, message: str) -> None:
         self.ctx.audit.record("plan_log", task_id=self.ctx.cmd.task_id, message=message)
-
-    def run_tests(self, timeout_s: float) -> dict[str, Any]:
-        """`tools.test()`: the configured test command, inside the OS sandbox, output tail only."""
-        from agent.test_command import run_tests
-
-        command = self.ctx.settings.test_command
-        if not command:
-            return {"error": "no test command configured (--test-command)", "code": "not_configured"}
-        timeout = min(timeout_s, self.ctx.settings.test_timeout_s, max(0.0, self.ctx.seconds_left()))
-        result = run_tests(command, str(self.ctx.workspace.root), timeout)
-        self.ctx.audit.record("plan_tests_ran", task_id=self.ctx.cmd.task_id, status=result.get("status"),
-                              exit_code=result.get("exit_code"))
-        return result

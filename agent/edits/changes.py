@@ -306,8 +306,8 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, merge_partial: bool
 def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
     """`text` without a Markdown fence wrapped around all of it, in a file that is not prose.
 
-    Small models in the whole-files form may wrap every file's content in a ```python fence; kept,
-    the file would not compile and the answer would be refused.
+    Small models giving files whole (in JSON, or a Lua long string) may wrap every file's content in
+    a ```python fence; kept, the file would not compile and would be refused.
     """
     m = _WRAPPING_FENCE.fullmatch(text)
     if m is None or path.lower().endswith(_PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
