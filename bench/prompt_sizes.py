@@ -6,7 +6,9 @@
     python bench/prompt_sizes.py --json                            # machine-readable
 
 The prompts are the real ones: each role handles the demo's commands (fixtures/demo) in process
-on a copy of the demo workspace, with a model that records the first request and stops there.
+on a copy of the demo workspace, with a model that records the first request and stops there. The
+builder's is its first round's (form "text": it asks for files as text in every answer form), the
+other roles' one per answer form.
 Estimates: bytes / 4 and characters / 3.5 (tokenizer-free; real BPE tokenizers land between).
 The goal (issue 8): a first prompt fits an 8k-token context with room to answer, the fixed part
 in at most 4k tokens.
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from agent.answering.conversation import first_messages  # noqa: E402
 from agent.audit import AuditLog  # noqa: E402
 from agent.command_context import CommandContext, RoleSettings  # noqa: E402
-from agent.errors import ModelError  # noqa: E402
+from agent.errors import AgentError, ModelError  # noqa: E402
 from agent.models.base import ModelReply, ModelRequest  # noqa: E402
 from agent.protocol import decode_command  # noqa: E402
 from agent.redact import Redactor  # noqa: E402
@@ -39,6 +41,7 @@ from agent.workspace import Workspace  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo"
 FORMS = ("json", "plan", "grammar")
+BUILDER_FORMS = ("text",)  # the builder's rounds ask the same way whatever --answers says
 REVIEW = {"task_id": "T-001", "status": "changes_requested", "summary": "subtract is not exported",
           "findings": [{"path": "calc.py", "line": 3, "comment": "add 'subtract' to __all__"}]}
 
@@ -52,7 +55,8 @@ class FirstRequest:
         self.request: ModelRequest | None = None
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        self.request = request
+        if self.request is None:  # the builder's rounds ask again after a failed call: the first counts
+            self.request = request
         raise _Stop("first request recorded", retriable=False)
 
     def close(self) -> None:
@@ -81,9 +85,11 @@ def first_prompt(role: str, raw: dict[str, Any], form: str, ws: Path) -> list[di
                          emit=lambda *a: None, log=lambda *a, **k: None, cancelled=lambda: False)
     try:
         handler_for(role)(ctx)
-    except _Stop:
+    except (_Stop, AgentError):  # the builder's rounds end in their own error after failed calls
         pass
     assert model.request is not None, f"{role} sent no request"
+    if role == "builder":
+        return list(model.request.messages)
     task = model.request.messages[-1]["content"].rsplit("\n\n", 1)[0]  # without the form's closing line
     return first_messages(role, cmd.action, form, task)
 
@@ -100,7 +106,7 @@ def measure(tokenize: str | None = None) -> list[dict[str, Any]]:
     commands = _commands()
     with tempfile.TemporaryDirectory(prefix="luallm-prompt-sizes-") as tmp:
         for (role, action), raw in sorted(commands.items()):
-            for form in FORMS:
+            for form in BUILDER_FORMS if role == "builder" else FORMS:
                 ws = Path(tmp) / f"{role}-{action}-{form}"
                 shutil.copytree(DEMO / "workspace", ws)
                 if action == "implement_changes":

@@ -97,10 +97,10 @@ def test_text_that_is_not_near_anything_is_refused(old: str) -> None:
         _apply(old, "x")
 
 
-def test_an_edit_that_breaks_python_is_sent_back_with_the_line(tmp_path: Path) -> None:
+def test_a_file_that_breaks_python_is_sent_back_with_the_line(tmp_path: Path) -> None:
     (tmp_path / "cart.py").write_text(CART)
-    answer = {"edits": [{"path": "cart.py", "old": "    def total(self):\n", "new": "    def total(self)\n"}]}
-    with pytest.raises(ChangeError, match=r"edits\[0\]: after this change cart.py is not valid Python: line 14"):
+    answer = {"files": [{"path": "cart.py", "content": CART.replace("    def total(self):\n", "    def total(self)\n")}]}
+    with pytest.raises(ChangeError, match=r"files\[0\]: after this change cart.py is not valid Python: line 14"):
         planned_writes(Workspace(tmp_path), answer)
     new = {"files": [{"path": "new.py", "content": "def f(:\n"}]}
     with pytest.raises(ChangeError, match=r"files\[0\]: after this change new.py is not valid Python: line 1"):
@@ -109,19 +109,17 @@ def test_an_edit_that_breaks_python_is_sent_back_with_the_line(tmp_path: Path) -
 
 def test_a_file_that_did_not_compile_before_is_not_held_against_the_answer(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def f(:\n    return 1\n")
-    answer = {"edits": [{"path": "broken.py", "old": "return 1", "new": "return 2"}]}
+    answer = {"files": [{"path": "broken.py", "content": "def f(:\n    return 2\n"}]}
     [write] = planned_writes(Workspace(tmp_path), answer)
     assert write.content == "def f(:\n    return 2\n"
 
 
-def test_an_edit_that_defines_a_function_twice_is_sent_back(tmp_path: Path) -> None:
+def test_a_file_that_defines_a_function_twice_is_sent_back(tmp_path: Path) -> None:
     # Qwen2.5-Coder-1.5B under real lorch: the "fix" repeated the neighbouring function after it
     temp = ('def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32\n\n\n'
             'def fahrenheit_to_celsius(f):\n    """Convert."""\n    return f - 32 * 5 / 9\n')
     (tmp_path / "temperature.py").write_text(temp)
-    answer = {"edits": [{"path": "temperature.py", "old": "def fahrenheit_to_celsius(f):\n    return f - 32 * 5 / 9\n",
-                         "new": "def fahrenheit_to_celsius(f):\n    return f - 32 * 5 / 9\n\n\n"
-                                "def celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32"}]}
+    answer = {"files": [{"path": "temperature.py", "content": temp + "\n\ndef celsius_to_fahrenheit(c):\n    return c * 9 / 5 + 32\n"}]}
     with pytest.raises(ChangeError, match=r"defines celsius_to_fahrenheit twice \(lines 1, 10\)"):
         planned_writes(Workspace(tmp_path), answer)
     # a duplicate the file already had, a decorated redefinition (a property setter) and methods of
@@ -129,9 +127,10 @@ def test_an_edit_that_defines_a_function_twice_is_sent_back(tmp_path: Path) -> N
     (tmp_path / "old.py").write_text("def f():\n    pass\n\n\ndef f():\n    pass\n")
     (tmp_path / "cls.py").write_text("class A:\n    @property\n    def x(self):\n        return 1\n\n"
                                      "class B:\n    def x(self):\n        return 2\n")
-    ok = {"edits": [{"path": "old.py", "old": "def f():\n    pass\n\n\ndef f():", "new": "def f():\n    pass\n\n\ndef f():"},
-                    {"path": "cls.py", "old": "        return 1\n", "new": "        return 1\n\n    @x.setter\n"
-                                                                        "    def x(self, v):\n        pass\n"}]}
+    ok = {"files": [{"path": "old.py", "content": "def f():\n    pass\n\n\ndef f():\n    return 1\n"},
+                    {"path": "cls.py", "content": "class A:\n    @property\n    def x(self):\n        return 1\n\n"
+                                                  "    @x.setter\n    def x(self, v):\n        pass\n\n"
+                                                  "class B:\n    def x(self):\n        return 2\n"}]}
     assert len(planned_writes(Workspace(tmp_path), ok)) == 2
 
 
