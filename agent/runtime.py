@@ -139,7 +139,7 @@ class Agent:
 
             validator("command.schema.json")
             validator(f"answers/{self.role}.json")
-            if self.config.roles.prefer_plans:
+            if self.config.roles.prefer_plans and self.role != "builder":  # the builder's files come as text
                 from agent.plans import prewarm_workers
 
                 prewarm_workers()  # the first plan then starts in ~15 ms, not ~80
