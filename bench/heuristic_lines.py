@@ -12,7 +12,8 @@ Read from the code as it is, so the figure follows every change:
   helpers) counts whole, under the strategy that uses it most: it exists for the strategy;
 - **modules**: the modules whose whole job is to make up for a model's slips (`MODULES`, each with
   why); a strategy's lines inside one count once, under the module.
-Lines are lines of code: no blank lines, comments or docstrings.
+Lines are lines of code: no blank lines, comments or docstrings; a second total counts raw lines (the
+counted functions and modules whole, with their docstrings, comments and blank lines).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def count() -> dict[str, object]:
         trees[rel] = ast.parse(source)
         code[rel] = _code_lines(trees[rel], source)
         if rel in MODULES:
-            owned[rel] = {line: rel for line in code[rel]}
+            owned[rel] = {line: rel for line in range(1, len(source.splitlines()) + 1)}
             continue
         for name, lines in sorted(strategy_lines(path).items()):
             for line in lines:
@@ -182,9 +183,13 @@ def count() -> dict[str, object]:
                 bucket = modules if owner in MODULES else strategies
                 bucket[owner] = bucket.get(owner, 0) + 1
     total = sum(strategies.values()) + sum(modules.values())
+    # Raw lines (docstrings, comments and blank lines inside the counted code too): the unit of the
+    # issue's first estimate, "~2.9k of 23.5k lines".
+    raw = sum(len(lines) for lines in owned.values())
     return {"strategies": dict(sorted(strategies.items(), key=lambda kv: -kv[1])),
             "modules": {rel: modules.get(rel, 0) for rel in sorted(MODULES)},
-            "heuristic_lines": total, "agent_code_lines": sum(len(c) for c in code.values())}
+            "heuristic_lines": total, "agent_code_lines": sum(len(c) for c in code.values()),
+            "heuristic_raw_lines": raw, "agent_raw_lines": sum(len((ROOT / rel).read_text().splitlines()) for rel in trees)}
 
 
 def main() -> int:
@@ -202,6 +207,7 @@ def main() -> int:
     for rel, n in figures["modules"].items():  # type: ignore[attr-defined]
         print(f"| {rel} (and what only it uses) | {n} | {MODULES[rel]} |")
     print(f"\nheuristic lines of code: {figures['heuristic_lines']} of {figures['agent_code_lines']} in agent/")
+    print(f"heuristic lines, raw: {figures['heuristic_raw_lines']} of {figures['agent_raw_lines']} in agent/")
     return 0
 
 

@@ -19,6 +19,9 @@ def test_the_count_adds_up_and_names_every_listed_module() -> None:
     assert figures["heuristic_lines"] == sum(figures["strategies"].values()) + sum(figures["modules"].values())
     assert set(figures["modules"]) == set(load_bench("heuristic_lines.py").MODULES)
     assert 0 < figures["heuristic_lines"] < figures["agent_code_lines"]
+    # raw lines hold the code lines and the docstrings, comments and blank lines around them
+    assert figures["heuristic_lines"] < figures["heuristic_raw_lines"] < figures["agent_raw_lines"]
+    assert figures["agent_code_lines"] < figures["agent_raw_lines"]
 
 
 def test_a_gate_counts_its_statement_and_a_function_that_exits_when_off_counts_whole(tmp_path: Path) -> None:
