@@ -21,7 +21,7 @@ def grammar_module(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     calls: list[tuple[str, Any]] = []
     module = types.ModuleType("agent.plans.grammar")
 
-    def plan_grammar(role: str, tools: tuple[str, ...] | None, banned: frozenset[str] = frozenset()) -> str:
+    def plan_grammar(role: str, tools: tuple[str, ...] | None) -> str:
         calls.append((role, tools))
         return f'root ::= "function run(context)" # {role}'
 

@@ -171,9 +171,8 @@ def model_hints(client: ModelClient | None, role: str, task_type: str) -> ModelH
     return hints
 
 
-def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
-    """The GBNF grammar of the role's Lua plan subset, when the generator is installed; `banned`
-    names are never a variable (see `plan_grammar`)."""
+def grammar_for(role: str) -> str | None:
+    """The GBNF grammar of the role's Lua plan subset, when the generator is installed."""
     try:
         module = importlib.import_module("agent.plans.grammar")
     except ImportError:
@@ -184,7 +183,7 @@ def grammar_for(role: str, banned: frozenset[str] = frozenset()) -> str | None:
     from agent.plans.tools import plan_tools_for
 
     try:
-        grammar = make(role, plan_tools_for(role), banned)
+        grammar = make(role, plan_tools_for(role))
     except Exception:  # a generator bug must not stop the agent: fall back to JSON
         return None
     return grammar if isinstance(grammar, str) and grammar.strip() else None

@@ -8,9 +8,8 @@ from typing import Any
 import orjson
 
 from agent.answering.answer_spec import Answer, AnswerSpec, extract_json, validate
-from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
-from agent.errors import AgentError, PlanError, PlanInvalid
+from agent.errors import AgentError, PlanError
 from agent.models.base import ModelRequest
 from agent.plans.tools import plan_tools_for
 
@@ -32,34 +31,10 @@ class ToolRound(Exception):
         self.results = results
 
 
-def _closed_if_swallowed(ctx: CommandContext, source: str) -> str:
-    """The plan with a long string that swallowed its own code closed where the code resumes
-    (agent/plans/unclosed.py), or the plan as it came."""
-    from agent.plans.lint import syntax_check
-    from agent.plans.unclosed import close_swallowed_string, has_unclosed_bracket
-
-    if not has_unclosed_bracket(source) or not enabled(ctx, "close_swallowed_string"):
-        return source  # the usual case: no second compile of the plan
-    try:
-        syntax_check(source)
-        return source
-    except PlanInvalid as exc:
-        closed = close_swallowed_string(source, exc.message)
-    if closed is None:
-        return source
-    repaired, line = closed
-    ctx.audit.record("plan_string_closed", task_id=ctx.cmd.task_id, line=line)
-    applied(ctx, "close_swallowed_string", line=line)
-    ctx.log("warn", "plan: a long string ran on into the plan's own code; closed it where the code resumes",
-            line=line)
-    return repaired
-
-
 def interpret(ctx: CommandContext, spec: AnswerSpec, text: str, attempt: int) -> Answer:
     plans = plans_module()
     source = plans.find_lua_plan(text)
     if source is not None:
-        source = _closed_if_swallowed(ctx, source)
         try:
             outcome = plans.run_plan(source, {**plan_context(ctx), **(spec.plan_context or {})}, workspace=ctx.workspace,
                                      limits=plan_limits_for(ctx), host=PlanHostAdapter(ctx),

@@ -3,20 +3,19 @@
 The harness, not the model, controls the loop (seed 002):
 
 * the first request uses the form chosen for this model and role (`agent.answering.answer_form`);
-* an invalid answer goes back with the exact error, hints that name the Lua way for Python-isms,
-  and what a failed plan already wrote — a bounded number of times;
+* an invalid answer (a plan that failed included) goes back with the exact error and what a
+  failed plan already wrote — a bounded number of times;
 * a repair never resends an identical request: each named strategy (strategies.py) changes what
-  is asked next — less after a timeout, the JSON form after the same plan error twice, ...;
+  is asked next — less after a timeout, a wider temperature after the same error twice, ...;
 * after the budget, a role may salvage the last answer by dropping what failed its rules;
 * an action list is executed and its results are sent back for the final answer, also bounded.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from agent.answering.answer_form import AnswerForm, capabilities_of, choose_form, grammar_for, json_form
+from agent.answering.answer_form import AnswerForm, choose_form
 from agent.answering.answer_spec import (
     Answer,
     AnswerSpec,
@@ -39,12 +38,9 @@ from agent.errors import (
     PathRejected,
     PlanError,
     PlanFileMissing,
-    PlanInvalid,
     SecretInArtifact,
 )
-from agent.models.base import ModelReply, ModelRequest
-from agent.plans.lint import UNKNOWN_GLOBAL
-from agent.plans.loop_cut import LoopCut, cut_loop, rest_of_run_grammar
+from agent.models.base import ModelRequest
 
 __all__ = ["AnswerSpec", "Answer", "InvalidAnswer", "obtain_answer", "extract_json", "build_request", "strings_in"]
 
@@ -54,9 +50,6 @@ _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
 # default 0.2 a small model may give the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
-# The rest of a plan cut at its loop (plans/loop_cut.py): a few statements and the answer; 1,024 when
-# the cut left a call open, its missing text first (an edit's `new`, often as long as its `old`).
-_RESUME_MAX_TOKENS, _RESUME_WITH_ARGUMENT_MAX_TOKENS = 512, 1024
 # When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
 _LOWERED_DEFAULT = 1024
 _BRIEF = "Be brief: only the answer, no explanations; short summaries."
@@ -99,63 +92,6 @@ class _Loop:
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
-        self.resume: LoopCut | None = None  # a plan cut where it looped: the next request asks for its rest
-        self.cuts = 0                       # plans cut at a loop, this command
-        self.cutoffs = 0                    # answers cut off at the token limit without a loop
-        self.banned: frozenset[str] = frozenset()  # unknown globals the plan grammar now refuses
-        self.extended = False               # one attempt past the budget, in JSON, was granted
-
-    def resume_request(self, request: ModelRequest) -> ModelRequest:
-        """The request for the rest of a plan cut at its loop: the cut plan as the model's own turn,
-        a note on where and why it was cut, the grammar of `run`'s remaining body, a short budget."""
-        cut = self.resume
-        assert cut is not None and self.form.grammar is not None
-        call = (f"the call's remaining argument{'s' if len(cut.missing) > 1 else ''} "
-                f"({', '.join(cut.missing)}) and its `)`, then " if cut.missing else "")
-        note = (f"Your plan began to repeat itself at line {cut.line}, so it was cut there and closed with "
-                f"`{cut.closer}`. Write only the rest of `run` after that: {call}any statements still needed, "
-                "then the `return` of the answer, then `end`. Do not repeat the lines above.")
-        messages = [*self.messages, {"role": "assistant", "content": f"```lua\n{cut.head}"},
-                    {"role": "user", "content": note}]
-        return replace(request, messages=messages, grammar=rest_of_run_grammar(self.form.grammar, len(cut.missing)),
-                       max_tokens=_RESUME_WITH_ARGUMENT_MAX_TOKENS if cut.missing else _RESUME_MAX_TOKENS,
-                       response_schema=None)
-
-    def joined(self, reply: ModelReply) -> ModelReply:
-        """The cut plan and the rest the model wrote, as one reply."""
-        cut = self.resume
-        assert cut is not None
-        self.resume = None
-        rest = reply.text.lstrip("\n")
-        if reply.truncated:  # as it came: a rest that loops ends in its copies, to be cut again
-            return replace(reply, text=f"```lua\n{cut.head}\n{rest}")
-        rest = rest.rstrip("\n").removesuffix("```").rstrip()
-        return replace(reply, text=f"```lua\n{cut.head}\n{rest}\n```")
-
-    def ban_name(self, name: str, attempt: int) -> bool:
-        """Hold the next grammar-held plan to no variable `name` (a global it used without defining
-        it; told so, a small model sends the same plan back); False when not the grammar or banned."""
-        if self.form.name != "grammar" or name in self.banned or not enabled(self.ctx, "ban_unknown_name"):
-            return False
-        grammar = grammar_for(self.spec.role, self.banned | {name})
-        if grammar is None:
-            return False
-        self.banned |= {name}
-        self.form = replace(self.form, grammar=grammar)
-        self.ctx.audit.record("plan_name_banned", task_id=self.ctx.cmd.task_id, attempt=attempt, name=name)
-        applied(self.ctx, "ban_unknown_name", attempt=attempt, banned=name)
-        return True
-
-    def switch_to_json(self, why: str) -> bool:
-        """Leave a (free or constrained) Lua plan for the JSON answer with its schema; False if already JSON."""
-        if not self.form.lua or not enabled(self.ctx, "switch_to_json"):
-            return False
-        applied(self.ctx, "switch_to_json", reason=why)
-        caps = capabilities_of(self.ctx.model)
-        self.form = json_form(why, schema=getattr(caps, "json_schema", None) is not False)
-        self.ctx.audit.record("answer_form", task_id=self.ctx.cmd.task_id, role=self.spec.role, form="json",
-                              schema=self.form.schema, grammar=False, reason=why)
-        return True
 
     def copied(self, text: str) -> str | None:
         """The worked example's line `text` repeats, if any (strategy refuse_copied_example)."""
@@ -182,15 +118,13 @@ class _Loop:
         self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
 
     def ask_less(self, why: str) -> None:
-        """After a timeout: a lower max_tokens, a brief note on the last user turn, JSON instead of Lua."""
+        """After a timeout: a lower max_tokens and a brief note on the last user turn."""
         if not enabled(self.ctx, "ask_less_after_timeout"):
             return
         applied(self.ctx, "ask_less_after_timeout")
         current = self.max_tokens or _LOWERED_DEFAULT * 2
         self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
-        switched = self.switch_to_json(f"{why}: asking for the JSON answer instead of a plan")
-        note = f"\n\n(Your previous reply {why}. {_BRIEF}"
-        note += " Answer with the JSON object only.)" if switched else ")"
+        note = f"\n\n(Your previous reply {why}. {_BRIEF})"
         last = self.messages[-1]
         self.messages[-1] = {"role": last["role"], "content": last["content"] + note}
 
@@ -205,14 +139,9 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
         attempt += 1
         ctx.check_deadline()
         request = build_request(ctx, spec, loop.messages, loop.form, loop.max_tokens, attempt == 1, loop.temperature)
-        if loop.resume is not None:
-            request = loop.resume_request(request)
         try:
             reply = model.complete(request)
-            if loop.resume is not None:
-                reply = loop.joined(reply)
         except ModelTimeout as exc:
-            loop.resume = None
             ctx.audit.record("answer_timeout", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens,
                              error=exc.message)
             if attempt > ctx.settings.max_repairs:
@@ -247,11 +176,8 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             attempt -= 1  # a tool round is progress, not a failed attempt
             continue
         except _REPAIRABLE as exc:
-            after = _after_rejection(ctx, loop, exc, reply.text, attempt, cut_off)
-            if after == _GIVE_UP:
+            if not _after_rejection(ctx, loop, exc, reply.text, attempt, cut_off):
                 break
-            if after == _SAME_ATTEMPT:
-                attempt -= 1
             continue
         ctx.log("info", "answer validated", via=answer.via, attempts=attempt)
         return answer
@@ -266,13 +192,10 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                                attempts=attempt)
 
 
-_ASK, _SAME_ATTEMPT, _GIVE_UP = "ask", "same attempt", "give up"
-
-
 def _after_rejection(ctx: CommandContext, loop: _Loop, exc: AgentError, text: str, attempt: int,
-                     cut_off: bool) -> str:
-    """What follows a rejected reply: `_ASK` again (with the repair message or a fresh start set up in
-    `loop`), `_SAME_ATTEMPT` (the rest of a cut plan: no attempt spent) or `_GIVE_UP`."""
+                     cut_off: bool) -> bool:
+    """What follows a rejected reply: True to ask again (with the repair message or a fresh start set
+    up in `loop`), False to give up (the budget spent, or the same invalid answer twice)."""
     loop.last = exc
     ctx.audit.record("answer_rejected", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code,
                      error=exc.message, cut_off=cut_off)
@@ -285,21 +208,14 @@ def _after_rejection(ctx: CommandContext, loop: _Loop, exc: AgentError, text: st
                          temperature=loop.temperature, reason="the same answer" if repeated else "the same error")
     loop.rejected.append(same_text(text))
     loop.errors.append(same_error_key(exc.message))
-    looped = cut_off and looping(text)
-    if looped and _cut_at_loop(ctx, loop, text, attempt):
-        # The rest of this answer, not a new attempt: a model that loops in every plan
-        # would otherwise spend the whole repair budget on cut plans.
-        return _SAME_ATTEMPT
-    last_chance = False
     if attempt > ctx.settings.max_repairs:
-        # The same failure twice, the second at the end of the budget: the plan is switched
-        # to JSON once more rather than fail: a failed update_spec ends lorch's whole run, and
-        # the same plan error a third time is likely.
-        if loop.extended or not (repeated or same_error) \
-                or not loop.switch_to_json("the plan failed the same way twice, at the end of the repair budget"):
-            return _GIVE_UP
-        loop.extended = last_chance = True
-    message = _repair_prompt(ctx, loop, exc, text, attempt, cut_off, looped, last_chance)
+        return False
+    looped = cut_off and looping(text)
+    message = _repair_message(exc, cut_off)
+    if looped:
+        loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
+        ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
+        message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
     copied = loop.copied(text)
     if copied is not None:
         # Repairing an answer about the example gets it again: start over without it at once.
@@ -307,81 +223,21 @@ def _after_rejection(ctx: CommandContext, loop: _Loop, exc: AgentError, text: st
         applied(ctx, "refuse_copied_example", attempt=attempt)
         loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
                         "another project. Answer for this task's own files.")
-        return _ASK
+        return True
     if looped and enabled(ctx, "restart_after_loop"):
         # Shown its own loop, a model at temperature 0 copies it and loops again at the same
         # place: it is asked the question afresh, told that its answer looped.
         applied(ctx, "restart_after_loop", attempt=attempt)
         loop.start_over(message)
-        return _ASK
-    if repeated and not last_chance:
+        return True
+    if repeated:
         # The same invalid answer twice: a third identical question would get it again.
-        if not loop.switch_to_json("the same invalid answer came twice"):
-            ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
-            return _GIVE_UP
-        message += ("\nYou gave this same answer twice. Now answer with the JSON object only, "
-                    "matching the schema and the worked example.")
-    elif same_error and loop.switch_to_json("the plan failed the same way twice"):
-        # A plan error repeated once tends to repeat at any temperature, and a failed
-        # update_spec ends lorch's run. Likewise an answer a plan returned and that was
-        # refused twice the same way (e.g. `section_edits` of `false` values).
-        message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
-                    "only, matching the schema and the worked example.")
+        ctx.audit.record("answer_repeated", task_id=ctx.cmd.task_id, attempt=attempt, code=exc.code)
+        return False
     # Only the start of the rejected reply goes back: the error is what helps, and a
     # small model's context fills up fast when every repair resends a whole answer.
     loop.messages += [{"role": "assistant", "content": _clip(text)},
                       {"role": "user", "content": message}]
-    return _ASK
-
-
-def _repair_prompt(ctx: CommandContext, loop: _Loop, exc: AgentError, text: str, attempt: int, cut_off: bool,
-                   looped: bool, last_chance: bool) -> str:
-    """The message that sends a rejected reply back, switching the form where a switch helps."""
-    message = _repair_message(ctx, exc, text, cut_off)
-    if last_chance:
-        message += ("\nYour plan failed with this same error twice. Now answer with the JSON object "
-                    "only, matching the schema and the worked example.")
-    m = UNKNOWN_GLOBAL.match(exc.message) if isinstance(exc, PlanInvalid) else None
-    unknown = m.group(1) if m else None
-    if unknown and loop.ban_name(unknown, attempt):
-        message += (f"\nThe name `{unknown}` is not defined in your plan and can no longer be used: "
-                    "write a file name as a string (\"name.py\"), or a local you assign first.")
-    if looped:
-        loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
-        ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
-        message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
-        # A small model held to the plan grammar tends to loop inside a long string on every
-        # attempt; the JSON answer, held by its schema, is the form it finishes. But a plan
-        # that ran looped only past its own end (prose after the plan): its error is what
-        # to repair, and a switch to JSON would not help.
-        ran = isinstance(exc, PlanError) and not isinstance(exc, PlanInvalid)
-        if not ran and loop.switch_to_json("the plan repeated itself until it was cut off"):
-            message += " Answer with the JSON object only."
-    elif cut_off:
-        loop.cutoffs += 1
-        # A plan cut off twice will likely be cut off again (one that nests the same checks
-        # deeper each time), and a failed command may end lorch's run.
-        if loop.cutoffs >= 2 and loop.switch_to_json("the plan was cut off at its token limit twice"):
-            message += " Answer with the JSON object only."
-    return message
-
-
-def _cut_at_loop(ctx: CommandContext, loop: _Loop, text: str, attempt: int) -> bool:
-    """Set up the request for the rest of a grammar-held plan that looped; False when the form is
-    not a grammar-held plan, the command's cuts are used up (as many as attempts), or the plan
-    cannot be cut (agent/plans/loop_cut.py). A rest that loops itself (a model may repeat a line of
-    its own there too) is cut again, within the same count."""
-    if loop.form.grammar is None or loop.cuts > ctx.settings.max_repairs or not enabled(ctx, "cut_plan_at_loop"):
-        return False
-    cut = cut_loop(text)
-    if cut is None:
-        return False
-    loop.resume = cut
-    loop.cuts += 1
-    ctx.audit.record("plan_loop_cut", task_id=ctx.cmd.task_id, attempt=attempt, line=cut.line, closer=cut.closer)
-    applied(ctx, "cut_plan_at_loop", attempt=attempt)
-    ctx.log("info", "plan: the model's plan began to repeat itself; cut it there and asked for the rest",
-            line=cut.line)
     return True
 
 
@@ -416,19 +272,9 @@ def _clip(text: str) -> str:
     return f"{text[:_REJECTED_KEEP]}\n[… {len(text) - _REJECTED_KEEP} more characters of the rejected answer omitted …]"
 
 
-def _lua_hints(ctx: CommandContext, exc: PlanError, text: str) -> list[str]:
-    from agent.plans import find_lua_plan
-    from agent.plans.lua_hints import lua_hints
-    hints = lua_hints(find_lua_plan(text), exc.message) if enabled(ctx, "lua_hints") else []
-    if hints:
-        applied(ctx, "lua_hints", count=len(hints))
-    return hints
-
-
-def _repair_message(ctx: CommandContext, exc: AgentError, text: str, cut_off: bool) -> str:
+def _repair_message(exc: AgentError, cut_off: bool) -> str:
     lines = [f"Your answer was rejected ({exc.code}): {exc.message}"]
     if isinstance(exc, PlanError):
-        lines += [f"Hint: {h}" for h in _lua_hints(ctx, exc, text)]
         failed = exc.details.get("failed_tools")
         if failed:
             lines.append("Tool calls that failed: " + "; ".join(failed))

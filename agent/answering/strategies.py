@@ -31,32 +31,19 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "after the same rejected answer or the same error twice, the next request samples at a higher "
              "temperature"),
     Strategy("ask_less_after_timeout", "agent/answering/loop.py",
-             "after a request that timed out, the next asks for half the max_tokens with a note to be brief "
-             "(and, for a plan, the JSON answer instead)"),
+             "after a request that timed out, the next asks for half the max_tokens with a note to be brief"),
     Strategy("refuse_copied_example", "agent/answering/loop.py",
              "an answer that repeats a line of the worked example (shown where the server holds no schema) is "
              "refused, and the question asked afresh without the example"),
-    Strategy("switch_to_json", "agent/answering/loop.py",
-             "a Lua plan that failed the same way twice, looped, was cut off twice or timed out is asked for "
-             "again as the JSON answer with its schema"),
     Strategy("salvage", "agent/answering/loop.py",
              "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
              "role's rules"),
     Strategy("stop_looping_reply", "agent/answering/loop.py",
              "a streamed reply that falls into an exact loop (copies of a block, or an echo of the system "
              "message) is stopped there: the copies to come would cost minutes to the token limit"),
-    Strategy("cut_plan_at_loop", "agent/answering/loop.py",
-             "a grammar-held plan that began to repeat itself is cut there and the model is asked for the rest"),
     Strategy("restart_after_loop", "agent/answering/loop.py",
              "an answer that repeated itself until it was cut off is not shown back: the question is asked "
              "afresh with a note that the answer looped (shown its loop, a model copies it)"),
-    Strategy("ban_unknown_name", "agent/answering/loop.py",
-             "a grammar-held plan that used an undefined global is held to a grammar without that name"),
-    Strategy("lua_hints", "agent/answering/loop.py",
-             "a plan's Lua error is sent back with hints naming the Lua way for the Python written into it "
-             "(a [ ] list, {\"a\": 1}, backslash patterns, None/len/elif ...)"),
-    Strategy("close_swallowed_string", "agent/answering/interpret.py",
-             "a plan whose long string ran on into its own code has the string closed where the code resumes"),
     Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
              "a builder reply that changed nothing is shown the function the task names and asked for it alone "
              "(merged into its file)"),

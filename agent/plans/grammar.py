@@ -84,11 +84,10 @@ def _chunk(g: PlanRules) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozenset[str] = frozenset()) -> str:
+def plan_grammar(role: str, tools: tuple[str, ...] | None = None) -> str:
     """The GBNF grammar (llama.cpp's `grammar` field) for `role`'s Lua plans calling only `tools`.
 
-    `tools=None` allows every tool; see `agent.plans.tools.plan_tools_for(role)`. `banned`: names a
-    plan used without defining them (the lint's "unknown global"), never a variable again.
+    `tools=None` allows every tool; see `agent.plans.tools.plan_tools_for(role)`.
     ValueError for an unknown role or tool.
     """
     if role not in ROLES:
@@ -102,5 +101,5 @@ def plan_grammar(role: str, tools: tuple[str, ...] | None = None, banned: frozen
     answer = object_rule(g, answer_schema(role), "answer")
     statement_rules(g, answer)
     expression_rules(g, specs)
-    lexical_rules(g, RESERVED_NAMES | banned)
+    lexical_rules(g, RESERVED_NAMES)
     return g.text()

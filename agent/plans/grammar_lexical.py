@@ -3,8 +3,8 @@
 Everything here guards how text lexes in Lua 5.4 inside a ```lua fence: keywords are never names,
 `--` never starts by accident, `[[` never opens by accident, no string or comment holds "```",
 and names, whitespace runs and comments are bounded so that a looping model cannot fill its
-token budget with one token. Names a plan must not use (reserved or banned) are left out of the
-`name` rule as a trie, which keeps the grammar deterministic for the sampler.
+token budget with one token. Names a plan must not use (reserved, or glued to a keyword) are left
+out of the `name` rule as a trie, which keeps the grammar deterministic for the sampler.
 """
 
 from __future__ import annotations

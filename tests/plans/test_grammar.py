@@ -272,21 +272,6 @@ def test_an_assignments_equals_sign_is_on_its_targets_line() -> None:
     assert not g.accepts(plan("  local n\n  = 1"))
 
 
-def test_a_banned_name_is_no_variable_again() -> None:
-    # A plan that read an undefined global (`temperature.py` as a table field) is not let do it again.
-    banned = parse_gbnf(plan_grammar("spec_maintainer", plan_tools_for("spec_maintainer"),
-                                     frozenset({"temperature", "x", "ioFileSync"})))
-    plain = grammar("spec_maintainer")
-    answer = "  return {status = 'no_changes_needed', summary = note}"
-    def plan(line: str) -> str:
-        return f'function run(context)\n  local note = "ok"\n{line}\n{answer}\nend'
-    for line in ("  local files = { temperature.py }", "  local x = 1", "  local s = ioFileSync"):
-        assert plain.accepts(plan(line)) and not banned.accepts(plan(line)), line
-    for line in ('  local files = { "temperature.py" }', "  local t = context.temperature", "  local xs = 1",
-                 "  local t = temperatures", "  local temperature_py = 1", "  local s = ioSync"):
-        assert banned.accepts(plan(line)), line    # strings, fields and other names stay free
-
-
 @pytest.mark.parametrize(("role", "reply"), [
     pytest.param("builder", "def run(context):\n    return {\"summary\": \"x\"}\n", id="python-def"),
     pytest.param("builder", fenced("def run():\n    pass"), id="python-def-fenced"),
