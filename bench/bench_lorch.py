@@ -92,10 +92,6 @@ def _plans(r: dict[str, Any]) -> str:
     """Lua plans that compiled and passed the lint / that ran without error, of all plans."""
     n, c = r["lua_plans"], r.get("plan_commands", 0)
     after = f"; last plan of a command valid {r.get('plan_commands_valid', 0)}/{c}" if c else ""
-    if r.get("lua_strings_closed"):
-        after += f"; {r['lua_strings_closed']} valid once the agent closed a long string"
-    if r.get("lua_loops_cut"):
-        after += f"; {r['lua_loops_cut']} cut at a loop and finished"
     return f"{r.get('lua_plans_valid', r['lua_plans_ok'])}/{n} / {r['lua_plans_ok']}/{n}{after}" if n else "-"
 
 
@@ -236,15 +232,14 @@ def summary(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         s = out.setdefault(r["model"], {"runs": 0, "success": 0, "commands": 0, "model_calls": 0, "answers": 0,
                                         "answers_valid_first_try": 0, "answers_valid": 0, "lua_plans": 0,
                                         "lua_plans_ok": 0, "lua_plans_valid": 0, "plan_commands": 0,
-                                        "plan_commands_valid": 0, "lua_strings_closed": 0, "lua_loops_cut": 0,
-                                        "loops_stopped": 0, "seconds": 0.0, "max_seconds": 0.0, "max_commands": 0})
+                                        "plan_commands_valid": 0, "loops_stopped": 0, "seconds": 0.0,
+                                        "max_seconds": 0.0, "max_commands": 0})
         s["runs"] += 1
         s["success"] += int(bool(r["success"]))
         for key in ("commands", "model_calls", "answers", "answers_valid_first_try", "answers_valid", "lua_plans",
                     "lua_plans_ok", "lua_plans_valid", "plan_commands", "plan_commands_valid", "seconds"):
             s[key] += r[key]
-        for key in ("lua_strings_closed", "lua_loops_cut", "loops_stopped"):
-            s[key] += r.get(key, 0)
+        s["loops_stopped"] += r.get("loops_stopped", 0)
         s["max_seconds"] = max(s["max_seconds"], r["seconds"])
         s["max_commands"] = max(s["max_commands"], r["commands"])
     return out

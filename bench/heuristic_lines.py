@@ -32,9 +32,6 @@ from agent.answering.strategies import STRATEGIES  # noqa: E402
 MODULES = {
     "agent/models/repetition.py": "stops a reply that loops",
     "agent/answering/sameness.py": "spots an answer that repeats an earlier one or loops",
-    "agent/plans/loop_cut.py": "cuts a grammar-held plan at its loop and asks for the rest",
-    "agent/plans/unclosed.py": "closes a long string that swallowed the plan's code",
-    "agent/plans/lua_hints.py": "names the Lua way for the Python a model wrote into a plan",
     "agent/edits/py_merge.py": "merges a function given alone (or a file quoted in part) into its file",
     "agent/edits/near_match.py": "places an edit whose old text the model copied inexactly",
     "agent/roles/goal_examples.py": "reads examples out of the goal's prose to guide the prompt",

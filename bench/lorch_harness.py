@@ -433,10 +433,6 @@ def measure(ws: Path) -> dict[str, Any]:
         "lua_plans": len(plan_starts), "lua_plans_ok": sum(1 for p in plan_ends if p.get("ok")),
         # valid: compiled and passed the lint (ran, whatever the run's outcome); plan_invalid is neither
         "lua_plans_valid": sum(1 for p in plan_ends if p.get("code") != "plan_invalid"),
-        # of them, valid only once the agent closed a long string that ran on into the plan's code
-        "lua_strings_closed": sum(1 for a in audit if a.get("event") == "plan_string_closed"),
-        # plans cut at a loop and finished by the model (the looped plan counts as an invalid one)
-        "lua_loops_cut": sum(1 for a in audit if a.get("event") == "plan_loop_cut"),
         # answers whose stream the client stopped at a loop
         "loops_stopped": sum(1 for a in audit if a.get("event") == "model_repetition_stopped"),
         "plan_commands": plan_commands[0], "plan_commands_valid": plan_commands[1],
