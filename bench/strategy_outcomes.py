@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lorch_harness as harness  # noqa: E402
 
+# Decided while a round's reply is read, it shapes the round after (what that round asks for).
+_SHAPES_NEXT = frozenset({"ask_definition_alone"})
 OUTCOMES = ("pass", "better", "same", "worse", "unusable")
 ROUND_ONE, PLAIN = "(round 1, no strategy)", "(later round, no strategy)"
 
@@ -44,6 +46,7 @@ def _outcome(event: dict[str, Any], best: int | None) -> str:
 def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counter[str]]) -> None:
     """Add one command log's rounds to `counts` (strategy → outcome → rounds)."""
     pending: list[str] = []  # strategies that shape the next round of the builder
+    carried: list[str] = []  # decided in the last round, shaping this one
     best: int | None = None
     for e in events:
         kind = e.get("event")
@@ -55,11 +58,13 @@ def tally(events: Iterable[dict[str, Any]], counts: dict[str, collections.Counte
             pending = []
         elif kind in ("builder_round", "reply_unusable"):
             if e.get("round") == 1:
-                best = None
+                best, carried = None, []
             result = _outcome(e, best)
+            shaping = [n for n in pending if n not in _SHAPES_NEXT]
             # A round no strategy shaped is the baseline the others are read against.
-            for name in set(pending) or {ROUND_ONE if e.get("round") == 1 else PLAIN}:
+            for name in {*shaping, *carried} or {ROUND_ONE if e.get("round") == 1 else PLAIN}:
                 counts[name][result] += 1
+            carried = [n for n in pending if n in _SHAPES_NEXT]
             pending = []
             if kind == "builder_round" and e.get("outcome") == "kept":
                 best = int(e.get("passed") or 0)

@@ -197,16 +197,14 @@ def test_a_change_that_does_the_same_is_no_change_for_implement(tmp_path: Path) 
     assert "doing exactly what it did" in model.requests[1].messages[-1]["content"]
 
 
-def test_the_goals_examples_guide_the_first_prompt_and_a_no_change_reply_is_told_so(tmp_path: Path) -> None:
+def test_the_goals_examples_guide_the_first_prompt_and_a_no_change_reply_sees_the_code(tmp_path: Path) -> None:
     same = 'calc.py\n```python\ndef add(a, b):\n    """Sum."""\n    return a - b\n\n\ndef mul(a, b):\n    return 0\n```\n'
     ctx, model = _ctx(tmp_path, [same, RIGHT])
     ctx.cmd.inputs["goal"] = "Fix calc.py: add(2, 3) must return 5 and mul(2, 3) must return 6."
     out = builder.handle(ctx)
-    first = model.requests[0].messages[-1]["content"]
-    second = "\n".join(m["content"] for m in model.requests[1].messages)
+    first, second = (r.messages[-1]["content"] for r in model.requests)
     assert "- add(2, 3): returned -1; the goal says 5" in first
-    assert "doing exactly what it did" in model.requests[1].messages[-1]["content"]
-    assert "def add(a, b):\n    return a - b" in second
+    assert "The task names this code, as it is now:" in second and "def add(a, b):\n    return a - b" in second
     assert "- add(2, 3): returned -1" in second  # nothing was written yet: still what the code returns
     assert out.payload["tests"]["status"] == "pass"
 
@@ -264,30 +262,46 @@ def test_a_reply_cut_off_is_not_carried_on_as_the_models_own_turn(tmp_path: Path
     assert not model.requests[0].stop_loops
 
 
+def test_a_file_given_back_unchanged_gets_the_named_function_asked_for_alone_and_merged(tmp_path: Path) -> None:
+    quoted = f"No changes needed.\n\ncalc.py\n```python\n{CALC}```\n"
+    alone = "calc.py\n```python\ndef mul(a, b):\n    return a * b\n```\n"
+    ctx, model = _ctx(tmp_path, [quoted, alone], rounds=2)
+    ctx.cmd.inputs["goal"] = "Fix mul(a, b) in calc.py: mul(2, 3) must return 6."
+    out = builder.handle(ctx)
+    second = model.requests[1].messages[-1]["content"]
+    assert "def mul(a, b):\n    return 0" in second and "Answer with the function you change, alone" in second
+    # quoted in the shape asked for (the path before the fence): a reply copying it can be read
+    assert "as it is now:\ncalc.py\n```\ndef mul(a, b):\n    return 0\n```" in second
+    text = (tmp_path / "calc.py").read_text()
+    assert "return a * b" in text and "def add(a, b):\n    return a - b" in text  # merged, the rest kept
+    assert [r["outcome"] for r in out.payload["round_log"]][:2] == ["unusable", "kept"]
+
+
 def test_a_file_given_back_while_a_test_errors_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
     erring = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a.times(b)\n"  # AttributeError
     first = f"calc.py\n```python\n{erring}```\n"
     ctx, model = _ctx(tmp_path, [first, first, RIGHT], rounds=3)
     ctx.cmd.inputs["goal"] = "Make the tests in test_calc.py pass."  # names no function
     out = builder.handle(ctx)
+    third = model.requests[2].messages[-1]["content"]
+    assert "as it is now" not in third and "Answer with the function you change, alone" not in third
     assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
         ("kept", False), ("unusable", False), ("kept", True)]
     assert out.payload["tests"]["status"] == "pass"
     assert "fresh_attempt" in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
-def test_a_file_given_back_unchanged_where_the_goal_names_its_function_is_followed_by_a_fresh_attempt(
-        tmp_path: Path) -> None:
-    # no ask for the named function alone: such asks brought the function back unchanged
+def test_a_function_asked_for_alone_and_given_back_unchanged_is_followed_by_a_fresh_attempt(tmp_path: Path) -> None:
     erring = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a.times(b)\n"
     first = f"calc.py\n```python\n{erring}```\n"
-    ctx, model = _ctx(tmp_path, [first, first, RIGHT], rounds=3)
+    same_alone = "calc.py\n```python\ndef mul(a, b):\n    return a.times(b)\n```\n"
+    ctx, model = _ctx(tmp_path, [first, first, same_alone, RIGHT], rounds=4)
     ctx.cmd.inputs["goal"] = "Fix mul(a, b) so that the tests in test_calc.py pass."
     out = builder.handle(ctx)
-    assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
-        ("kept", False), ("unusable", False), ("kept", True)]
-    assert "doing exactly what it did" in _audit(tmp_path, "reply_unusable")[0]["reason"]
+    assert [r.get("fresh", False) for r in out.payload["round_log"]] == [False, False, False, True]
+    assert model.requests[3].messages[-1]["content"] != model.requests[2].messages[-1]["content"]
     assert out.payload["tests"]["status"] == "pass"
+    assert "The task names this code, as it is now:" in model.requests[2].messages[-1]["content"]
 
 
 def test_the_projects_tests_are_shown_apart_from_the_files_to_change_even_when_the_goal_names_them(

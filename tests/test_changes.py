@@ -9,6 +9,7 @@ import pytest
 from agent.edits.changes import (
     ChangeError,
     apply_edit,
+    named_definitions,
     planned_writes,
     shrink_reason,
 )
@@ -189,3 +190,14 @@ def test_a_file_answered_with_none_of_its_definitions_is_refused(ws: Workspace) 
     with pytest.raises(ChangeError, match="would replace temp.py with a file that has none of its definitions "
                                           r"\(c_to_f, f_to_c\)"):
         planned_writes(ws, {"files": [{"path": "temp.py", "content": tests}]})
+
+
+def test_a_named_function_is_quoted_whole_or_says_where_it_was_cut(ws: Workspace) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(30))
+    long = "".join(f"    y{i} = {i}\n" for i in range(70))
+    (ws.root / "life.py").write_text(f"def tick(m):\n{body}    return m\n\n\ndef big(m):\n{long}    return m\n")
+    [tick] = named_definitions(ws, ["life.py"], "tick(")
+    assert tick == f"life.py\n```\ndef tick(m):\n{body}    return m\n```"  # 32 lines: whole
+    [big] = named_definitions(ws, ["life.py"], "big(")
+    assert big.startswith("life.py\n```\ndef big(m):\n    y0 = 0\n") and "    y58 = 58\n" in big
+    assert big.endswith("    y58 = 58\n    # … 12 more lines of big …\n```") and "y59" not in big

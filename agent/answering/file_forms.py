@@ -42,6 +42,7 @@ REASON_START = "The tests fail because"  # begins a reply that is to give the ca
 class FileForm:
     name: str           # as the builder's payload reports it (`answer_form`)
     rules: str          # how to answer, for the system message and each prompt's end
+    alone_rules: str    # how to answer with one function alone (merged into its file)
     no_form: str        # why a reply with no file in this form gave nothing
     read: Callable[[str, set[str], dict[str, str] | None], list[FencedFile]]
     open_file: Callable[[str, set[str]], str | None]   # the file a cut reply left open ("" unnamed)
@@ -73,6 +74,9 @@ class FileForm:
 
 FENCED = FileForm(
     name="fenced", rules=FORMAT_RULES,
+    alone_rules=("Answer with the function you change, alone and whole: the file's path on a line of its own, then "
+                 "only that function, fixed, in a fenced code block; the agent puts it in its place in the file. "
+                 "Say nothing else."),
     no_form="it had no file in the form asked for (the path on its own line, then the whole file in a fenced block)",
     read=files_in_reply, open_file=open_file, close=closed_fenced,
     starts=lambda path: tuple(f"{line}\n```" for line in path_lines(path)),
@@ -80,6 +84,8 @@ FENCED = FileForm(
 
 LUA = FileForm(
     name="lua", rules=LUA_RULES,
+    alone_rules=("Answer with the function you change, alone and whole: tools.write(\"path\", [==[ on a line, then "
+                 "only that function, fixed, then ]==]); the agent puts it in its place in the file. Say nothing else."),
     no_form=("it had no file in the form asked for (tools.write(\"path\", [==[ on a line, then the whole file, then "
              "]==]) on a line of its own)"),
     read=lua_files_in_reply, open_file=open_lua_file, close=closed_lua,

@@ -44,6 +44,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("restart_after_loop", "agent/answering/loop.py",
              "an answer that repeated itself until it was cut off is not shown back: the question is asked "
              "afresh with a note that the answer looped (shown its loop, a model copies it)"),
+    Strategy("ask_definition_alone", "agent/roles/builder_rounds.py",
+             "a builder reply that changed nothing is shown the function the task names and asked for it alone "
+             "(merged into its file)"),
     Strategy("place_block_by_definitions", "agent/roles/builder_rounds.py",
              "a fenced block that names no path goes to the one project file whose definitions (or a class's "
              "methods) it shares most, to be merged there"),

@@ -34,7 +34,7 @@ from agent.project_files import bookkeeping_reason, line_count
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "apply_edit", "is_test_path",
-           "unchanged_code"]
+           "unchanged_code", "named_definitions"]
 
 _SHRINK_RATIO = 0.4
 _WRAPPING_FENCE = re.compile(r"\s*```[\w+.-]*[ \t]*\n(.*?\n?)```[ \t]*\n?\s*", re.S)
@@ -206,6 +206,32 @@ def unchanged_code(ws: Workspace, writes: list[FileWrite]) -> list[str]:
             return []
         paths.append(w.path)
     return paths
+
+
+_SHOWN_LINES = 60
+
+
+def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2) -> list[str]:
+    """The functions of `paths` that `text` names as `name(`, each quoted as an answer gives a file: its
+    path on a line of its own, then its source fenced (a model shown another shape copies it, and a
+    path inside the fence is no file path). A function over `_SHOWN_LINES` is cut with a line saying so:
+    asked for a function "alone and whole", a model shown part of it as the whole writes that part."""
+    wanted = set(re.findall(r"\b([A-Za-z_]\w*)\(", text))
+    out: list[str] = []
+    for path in paths:
+        source = _on_disk(ws, path) if path.endswith(".py") else None
+        try:
+            tree = ast.parse(source or "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        lines = (source or "").splitlines()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in wanted and len(out) < limit:
+                last = node.end_lineno or node.lineno
+                end = min(last, node.lineno + _SHOWN_LINES - 1)
+                cut = f"\n    # … {last - end} more lines of {node.name} …" if end < last else ""
+                out.append(f"{path}\n```\n" + "\n".join(lines[node.lineno - 1:end]) + cut + "\n```")
+    return out
 
 
 def _behaviour(source: str) -> str | None:

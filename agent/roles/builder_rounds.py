@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.answering.answer_form import builder_text_form
+from agent.answering.answer_spec import strings_in
 from agent.answering.file_forms import REASON_START, FileForm, file_form
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
-from agent.edits.changes import FileWrite, is_test_path, planned_writes, unchanged_code
+from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
 from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
@@ -74,7 +75,19 @@ def rank(tests: dict[str, Any]) -> tuple[int, int, int]:
     return (1 if "passed" in tests else 0, int(tests.get("passed") or 0), -int(tests.get("failed") or 0))
 
 
-_NO_CHANGE = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
+def _no_change(ctx: CommandContext, paths: list[str]) -> tuple[str, bool]:
+    """Why a reply that changes nothing is no answer, and whether the function the task names is to be
+    asked for alone. (Not one the failing tests' errors are raised in: asked for that alone, a small
+    model gives it back unchanged, so the round after such a reply is a fresh attempt.)"""
+    why = "it leaves the code doing exactly what it did, so the task is not done: change the code the task is about"
+    named = named_definitions(ctx.workspace, paths, " ".join(strings_in(ctx.cmd.inputs))) \
+        if enabled(ctx, "ask_definition_alone") else []
+    if not named:
+        return why, False
+    applied(ctx, "ask_definition_alone", shown=len(named))
+    shown = "".join(f"\n{d}" for d in named)
+    return (why + f". The task names this code, as it is now:{shown}\nWork out step by step what it returns for "
+            "the values in the task; where that differs from what the task says, change it"), True
 
 
 def _cut_off(form: FileForm, reply: str, finish: str | None, listing: set[str]) -> str:
@@ -92,9 +105,10 @@ def _cut_off(form: FileForm, reply: str, finish: str | None, listing: set[str]) 
 
 
 def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
-            finish: str | None = None) -> tuple[list[FileWrite], str]:
-    """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model).
-    `finish`: the reply's finish reason, to say so when it was cut inside a file."""
+            finish: str | None = None) -> tuple[list[FileWrite], str, bool]:
+    """(the writes a reply gives, or [] and why not — a reason the next round quotes to the model, and
+    whether the next round should ask for the function the task names alone). `finish`: the reply's
+    finish reason, to say so when it was cut inside a file."""
     listing = set(project_files(ctx.workspace, 500))
     sources = {p: read_project_text(ctx, p) or "" for p in listing if p.endswith(".py") and not is_test_path(p)} \
         if enabled(ctx, "place_block_by_definitions") else None
@@ -104,7 +118,7 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
         applied(ctx, "place_block_by_definitions", paths=[f.path for f in found if f.how == "definitions"])
     cut = _cut_off(form, reply, finish, listing)
     if not found:
-        return [], _TESTS_FIRST if finish == "stop_string" else cut or form.no_form
+        return [], _TESTS_FIRST if finish == "stop_string" else cut or form.no_form, False
     writes: list[FileWrite] = []
     refused: list[str] = []
     echoed: list[str] = []
@@ -131,14 +145,14 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     if refused:
         ctx.log("info", "builder round: files of the reply not written", reasons=refused[:5])
     if cut and not writes:
-        return [], "; ".join([cut, *refused])
+        return [], "; ".join([cut, *refused]), False
     same = unchanged_code(ctx.workspace, writes) if must_act else []
     if must_act and (same or (not writes and echoed and not refused)):
         # passing tests prove nothing about a change that changes nothing
-        return [], _NO_CHANGE
+        return [], *_no_change(ctx, same or echoed)
     if not writes:
-        return [], "; ".join(refused) if refused else _ECHOED
-    return writes, ""
+        return [], "; ".join(refused) if refused else _ECHOED, False
+    return writes, "", False
 
 
 def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
@@ -222,9 +236,10 @@ def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str],
 
 def _reasons(ctx: CommandContext, log: list[dict[str, Any]], best: dict[str, Any], fresh: bool, begun: str) -> bool:
     """Whether the next reply is asked for the failures' cause in words before its files: a round whose
-    prompt shows the tests failing (not a fresh attempt, nor a reply begun with a file), unless a reply so asked in this command gave no usable file: a model that answers the ask
+    prompt shows the tests failing (not a fresh attempt, an ask for one function alone, or a reply begun
+    with a file), unless a reply so asked in this command gave no usable file: a model that answers the ask
     with words alone does so again. See `FileForm.reason_rules`."""
-    if fresh or begun or not log or not enabled(ctx, "reason_before_fixing"):
+    if fresh or begun or not log or log[-1].get("alone") or not enabled(ctx, "reason_before_fixing"):
         return False
     if any(e.get("reasoned") and e["outcome"] == "unusable" for e in log):
         return False
@@ -273,13 +288,13 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         why = f"the model call failed ({exc.code}: {exc.message[:200]})"
         return {"round": n, "outcome": "unusable", "why": why}, "", ""
-    writes, why = _usable(ctx, reply, files, must_act, finish)
+    writes, why, alone = _usable(ctx, reply, files, must_act, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
         # A reply cut off (a loop, the length limit, the round's time) or with no code in it is no turn
         # to continue: as its own, a small model writes the same loop or the same empty block again.
         kept = "" if finish in ("repetition", "length", "time") or not _form(ctx).holds_code(reply) else reply
-        return {"round": n, "outcome": "unusable", "why": why}, "", kept
+        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", kept
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
         _form(ctx).prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
@@ -334,7 +349,7 @@ def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, s
     (not a fresh attempt whose change was not kept), and its reply is there to be the model's own turn.
     Shown its own reply and what the tests made of it, a small model revises it, where shown the same
     code as a project file it most often gives it back; and the server reuses the exchange's prompt."""
-    return (exchange is not None and bool(exchange[1].strip())
+    return (exchange is not None and bool(exchange[1].strip()) and not last.get("alone")
             and not (last.get("fresh") and last["outcome"] != "kept") and enabled(ctx, "feedback_in_conversation"))
 
 
@@ -353,8 +368,11 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: 
     written = [] if fresh else [p for p in files.before if p not in files.start]  # a test written first is a test
     user: str = prompt_for(PromptBuilder(ctx.settings.budget), written)
     own = files.own_tests()
+    # After a reply that changed nothing, the one function the task names is asked for alone: a frame a
+    # small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
     form = _form(ctx)
-    rules = form.reason_rules if reason else form.rules
+    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else \
+        form.reason_rules if reason else form.rules
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
         return [{"role": "user", "content": user + answer}], user + answer
@@ -399,9 +417,12 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         stuck = bool(log) and not _progressed(log[-1])  # then vary the next reply
         # A fresh attempt sends the first round's prompt again: never twice running, as the round after one
         # shows the best state and its failures (a fresh prompt shows none, so fresh attempts alone never let
-        # the model see why its best code fails).
+        # the model see why its best code fails); after a reply that changed nothing and has a function to be
+        # asked for alone, this round asks for it (once: a reply to that ask that changes nothing again is
+        # followed by a fresh attempt).
+        asked_alone = bool(log) and log[-1].get("alone") and not (len(log) > 1 and log[-2].get("alone"))
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
-                 and not log[-1].get("fresh"))
+                 and not log[-1].get("fresh") and not asked_alone)
         begun = _begun(ctx, log[-1] if log else None, targets or [], fresh)
         reason = _reasons(ctx, log, best, fresh, begun)
         messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange, reason)
