@@ -188,6 +188,8 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     assert [e["outcome"] for e in done["payload"]["round_log"]] == ["unusable", "written"]
     repair = _requests(rec)[1][-1]["content"]
     assert "it leaves the code doing exactly what it did, so the task is not done" in repair
+    assert "The task names this code, as it is now:\ntemp.py\n```\ndef f_to_c(f):" in repair
+    assert "return f - 32 * 5 / 9\n```\nWork out step by step what it returns" in repair
     (workspace / "temp.py").write_text(src)  # a goal about docstrings may change nothing else
     agent = spawn("builder", replies=[same])
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),
