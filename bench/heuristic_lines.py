@@ -33,7 +33,6 @@ MODULES = {
     "agent/models/repetition.py": "stops a reply that loops",
     "agent/answering/sameness.py": "spots an answer that repeats an earlier one or loops",
     "agent/edits/py_merge.py": "merges a function given alone (or a file quoted in part) into its file",
-    "agent/edits/near_match.py": "places an edit whose old text the model copied inexactly",
     "agent/roles/goal_examples.py": "reads examples out of the goal's prose to guide the prompt",
     "agent/roles/goal_probe.py": "runs the goal's examples for goal_examples.py",
     "agent/roles/failing_tests.py": "quotes the failing tests' code (unittest shows one line)",

@@ -30,14 +30,13 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-def _edit(ws: Workspace, path: str, old: str, new: str) -> tuple[str, list[str]]:
-    """`path` with one edit applied as `tools.edit` applies it, and the notes it made."""
-    notes: list[str] = []
-    return apply_edit(ws.read_text(path), old, new, "edit", path, notes), notes
+def _edit(ws: Workspace, path: str, old: str, new: str) -> str:
+    """`path` with one edit applied as `tools.edit` applies it."""
+    return apply_edit(ws.read_text(path), old, new, "edit", path)
 
 
 def test_edit_whose_old_text_is_missing_names_where_its_first_line_is(ws: Workspace) -> None:
-    # the body is nothing like op1's: no near match, so the model is asked again with where to look
+    # old's first line is in the file, its body is not: the model is asked again with where to look
     with pytest.raises(ChangeError) as err:
         _edit(ws, "stack.py", "    def op1(self):\n        total = compute_everything(self)\n        return total * 2\n", "x")
     assert "edit: the old text is not in stack.py" in err.value.message
@@ -48,10 +47,6 @@ def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
     with pytest.raises(ChangeError) as err:
         _edit(ws, "twice.py", "x = 1", "x = 2")
     assert "occurs 2 times in twice.py (lines 1, 2)" in err.value.message
-
-
-def test_blank_lines_around_the_old_text_are_forgiven(ws: Workspace) -> None:
-    assert _edit(ws, "twice.py", "\n\nx = 1\nx = 1\n\n\n", "y = 2\n")[0].startswith("y = 2")
 
 
 def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:
@@ -116,32 +111,6 @@ def test_paths_named_in_a_goal() -> None:
     files = ["src/calc.py", "tests/test_calc.py", "README.md", "a/util.py", "b/util.py"]
     goal = "Fix calc.py (see tests/test_calc.py); util.py is ambiguous; ignore e.g. and v1.2"
     assert paths_named_in([goal], files) == ["src/calc.py", "tests/test_calc.py"]
-
-
-def test_old_text_missing_the_outer_indentation_is_reindented_not_spliced(ws: Workspace) -> None:
-    content, _ = _edit(ws, "stack.py", "def op5(self):\n    return 5\n", "def op5(self):\n    return 55\n")
-    assert "    def op5(self):\n        return 55\n" in content and content.count("def op") == 6
-
-
-def test_old_text_whose_first_line_alone_is_short_of_indentation_is_placed(ws: Workspace) -> None:
-    # the 1.5B under real lorch: old and new both quoted from the middle of the first line's indentation
-    old = "    return 4\n\n    def op5(self):\n        return 5\n"
-    content, notes = _edit(ws, "stack.py", old, "    return 44\n\n    def op5(self):\n        return 55\n")
-    assert "        return 44\n\n    def op5(self):\n        return 55\n" in content
-    assert notes == ["edit: old's first line lacked 4 spaces of the indentation it has in stack.py; "
-                     "placed it as the file has it"]
-    # new already indented as the file: left as given
-    assert "    def op4(self):\n        return 44\n" in _edit(ws, "stack.py", old, "        return 44\n")[0]
-
-
-def test_an_edit_whose_old_is_nowhere_but_whose_new_is_definitions_is_merged(ws: Workspace) -> None:
-    # the 1.5B under real lorch: old = the method it meant to add, new = that method again
-    method = "    def op9(self):\n        return 9\n"
-    content, notes = _edit(ws, "stack.py", method, method)
-    assert "        return 5\n\n    def op9(self):\n        return 9\n" in content and content.count("def op") == 7
-    assert notes == ["edit: old was not in stack.py; added Stack.op9 from the edit's new text"]
-    with pytest.raises(ChangeError, match="the old text is not in stack.py"):  # new is no definition: refused
-        _edit(ws, "stack.py", "return 99\n", "return 9\n")
 
 
 def test_a_small_file_answered_without_one_of_its_functions_keeps_it(tmp_path: Path) -> None:

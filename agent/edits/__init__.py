@@ -1,3 +1,2 @@
-"""Changing files as an answer asks: whole files and edits checked and applied (`changes`), an edit's
-old text placed where it was meant (`near_match`), a Python fragment merged into its module
-(`py_merge`). Below the plan tools (edits) and the builder's rounds (whole files)."""
+"""Changing files as an answer asks: whole files and edits checked and applied (`changes`), a Python
+fragment merged into its module (`py_merge`). Below the plan tools (edits) and the builder's rounds (whole files)."""

@@ -12,10 +12,8 @@ Each file is checked on its own so that the message names exactly which one fail
   than refused — also when the file is small, if the answer left out a top-level definition;
 * a Python file that compiled before must still compile after the answer's changes.
 
-An edit (`apply_edit`, a plan's `tools.edit`) needs its `old` text exactly once in the file — or,
-when it is not copied exactly, exactly one block of the file matching it ignoring whitespace or
-nearly (`agent.edits.near_match`), said in a note; an edit of a Python file whose `old` matches
-nothing but whose `new` is only definitions has them merged (`agent.edits.py_merge`), with a note.
+An edit (`apply_edit`, a plan's `tools.edit`) needs its `old` text exactly once in the file; when it
+is not there, the error names where old's first line is, or the file's nearest line, to copy from.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.edits.near_match import find_block
 from agent.errors import AgentError, InvalidAnswer, PathRejected
 from agent.pathpolicy import MODEL
 from agent.project_files import bookkeeping_reason, line_count
@@ -107,80 +104,17 @@ def _locate(content: str, old: str) -> str:
             "exactly, with the same indentation")
 
 
-def apply_edit(content: str, old: str, new: str, where: str, path: str, notes: list[str] | None = None) -> str:
-    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous.
-
-    When `old` is not in the file as written, the one block it nearly matches is replaced
-    instead, and `notes` gets a line saying where and how closely.
-    """
-    count = content.count(old)
-    if count == 0 and old.strip("\n") and content.count(old.strip("\n")) == 1:
-        old = old.strip("\n")  # blank lines around the snippet are a common, harmless slip
-        new = new.strip("\n")
-        count = 1
-    if count == 0:
-        extra = _missing_indent(content, old)
-        if extra:
-            return _reindented(content, old, new, extra, where, path)
+def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
+    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous, saying
+    where old's first line is (or the nearest line) so that the model can copy the real text."""
+    count = content.count(old) if old else 0
     if count == 1:
-        at = content.index(old)
-        line_start = content.rfind("\n", 0, at) + 1
-        extra = content[line_start:at]
-        if extra and not extra.strip():
-            # `old` matched inside a line's indentation: the model dropped the file's outer
-            # indentation. Re-indent both sides rather than splice code
-            # into the middle of the whitespace.
-            old_in = _indent(old, extra)
-            if content.count(old_in) == 1:
-                return content.replace(old_in, _indent(new, extra), 1)
-            # Only old's first line was short (its other lines match as written): a model may quote
-            # a block from the middle of its first line's indentation, and `new` the same way.
-            if _lead(new) == _lead(old):
-                new = extra + new
-            if notes is not None:
-                notes.append(f"{where}: old's first line lacked {len(extra)} spaces of the indentation it has in "
-                             f"{path}; placed it as the file has it")
-            return content[:line_start] + new + content[at + len(old):]
         return content.replace(old, new, 1)
     if count == 0:
-        block = find_block(content, old)
-        if block is not None:
-            if notes is not None:
-                notes.append(f"{where}: old was not exact; replaced lines {block.first_line}-{block.last_line} of "
-                             f"{path} ({block.how})")
-            return content[:block.start] + block.replacement(new) + content[block.end:]
-        merged = _merged(path, content, new)
-        if merged is not None:
-            # `old` names nothing in the file, but `new` is plain definitions: they have their places
-            if notes is not None:
-                notes.append(f"{where}: old was not in {path}; {merged[1]} from the edit's new text")
-            return merged[0]
         raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
     lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
     raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
                       "include more of the surrounding lines so it occurs exactly once", path=path)
-
-
-def _indent(text: str, extra: str) -> str:
-    return "".join(extra + line if line.strip() else line for line in text.splitlines(keepends=True))
-
-
-def _missing_indent(content: str, old: str) -> str | None:
-    """The indentation that `old` lacks everywhere, when with it `old` occurs exactly once."""
-    first = next((ln for ln in old.splitlines() if ln.strip()), "")
-    own = first[:len(first) - len(first.lstrip())]
-    extras = {ln[:len(ln) - len(ln.lstrip())] for ln in content.splitlines() if ln.strip() == first.strip()}
-    hits = [e[len(own):] for e in extras if e.startswith(own) and len(e) > len(own)
-            and content.count(_indent(old, e[len(own):])) == 1]
-    return hits[0] if len(hits) == 1 else None
-
-
-def _reindented(content: str, old: str, new: str, extra: str, where: str, path: str) -> str:
-    return content.replace(_indent(old, extra), _indent(new, extra), 1)  # _missing_indent made it unique
-
-
-def _lead(text: str) -> str:
-    return text[:len(text) - len(text.lstrip(" \t"))]
 
 
 def _check_path(ws: Workspace, path: str, where: str) -> str:

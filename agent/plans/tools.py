@@ -297,7 +297,7 @@ class ToolBox:
             return created
         count = data.count(old_b)
         if count == 0:
-            return self._near_edit(rel, data, old_b, new_b)
+            raise self._missing_edit(rel, data, old_b)
         if count > 1 and not replace_all:
             raise ToolError(f"edit: old text occurs {count} times in {rel}; pass replace_all=true "
                             "or include more context", "ambiguous")
@@ -306,24 +306,17 @@ class ToolBox:
         out["replacements"] = count if replace_all else 1
         return out
 
-    def _near_edit(self, rel: str, data: bytes, old_b: bytes, new_b: bytes) -> dict[str, Any]:
-        """`old` not in the file as written: the one block it nearly matches (agent/edits/near_match.py)."""
+    def _missing_edit(self, rel: str, data: bytes, old_b: bytes) -> ToolError:
+        """`old` not in the file: the error says where its first line is, or the nearest line to copy."""
         from agent.edits.changes import ChangeError, apply_edit
 
         try:
-            text, old_t, new_t = data.decode("utf-8"), old_b.decode("utf-8"), new_b.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ToolError(f"edit: old text not found in {rel}", "not_found") from None
-        notes: list[str] = []
-        try:
-            updated = apply_edit(text, old_t, new_t, "edit", rel, notes)
+            apply_edit(data.decode("utf-8"), old_b.decode("utf-8"), "", "edit", rel)
         except ChangeError as exc:
-            raise ToolError(exc.message, "not_found") from None
-        out = self._write(rel, updated.encode("utf-8"), exclusive=False)
-        out["replacements"] = 1
-        if notes:
-            out["note"] = notes[0]
-        return out
+            return ToolError(exc.message, "not_found")
+        except UnicodeDecodeError:
+            pass
+        return ToolError(f"edit: old text not found in {rel}", "not_found")
 
     def _t_list(self, path: Any = None) -> list[str]:
         rel = _text(path, "path") if path is not None else "."
