@@ -42,7 +42,15 @@ from agent.pathpolicy import AGENT
 from agent.protocol import ROLE_ACTIONS, Command, build_event, decode_command, parse_line, recover_ids
 from agent.receipts import ReceiptStore, inputs_digest
 from agent.redact import Redactor
-from agent.transport import DEFAULT_MAX_INPUT_LINE, LineReader, Oversize, Writer, truncate_marked
+from agent.transport import (
+    DEFAULT_MAX_INPUT_LINE,
+    MAX_STDOUT_LINE,
+    LineReader,
+    Oversize,
+    Writer,
+    cut_strings,
+    truncate_marked,
+)
 from agent.workspace import AGENT_DIR, Workspace, sha256_bytes
 from agent.workspace_write import begin_shutdown
 
@@ -426,19 +434,24 @@ class Agent:
         except OSError as exc:
             spilled = {"error": error_from_os(exc, "spill failed").message, "sha256": sha256_bytes(raw),
                        "size": len(raw)}
-        keep: dict[str, Any] = {}
-        for key in ("code", "retriable", "status"):
-            if isinstance(payload.get(key), str | bool | int):
-                keep[key] = payload[key]
+        note = f" [payload of {len(line)} bytes written to {rel}]"
+        # Every field stays, its strings cut shorter until the event fits: lorch's schema needs the
+        # event's own fields (an intake's plan_candidates and derived_tasks, a builder's tests).
+        for keep_bytes in _SPILL_KEEP_BYTES:
+            kept: dict[str, Any] = cut_strings(payload, keep_bytes)
+            kept["summary"] = truncate_marked(str(payload.get("summary", "")), keep_bytes) + note
+            kept["spilled"] = spilled
+            if len(orjson.dumps(kept)) <= MAX_STDOUT_LINE // 2:
+                return kept
+        keep = {k: payload[k] for k in ("code", "retriable", "status") if isinstance(payload.get(k), str | bool | int)}
         if isinstance(payload.get("message"), str):
             keep["message"] = truncate_marked(payload["message"], 2000)
-        if isinstance(payload.get("tests"), dict):
-            keep["tests"] = {k: (truncate_marked(v, 2000) if isinstance(v, str) else v)
-                             for k, v in payload["tests"].items() if k != "output_tail"}
-        keep["summary"] = (truncate_marked(str(payload.get("summary", "")), 2000) +
-                           f" [payload of {len(line)} bytes written to {rel}]")
+        keep["summary"] = truncate_marked(str(payload.get("summary", "")), 2000) + note
         keep["spilled"] = spilled
         return keep
+
+
+_SPILL_KEEP_BYTES = (2000, 400, 80)  # per string of a spilled payload, tried in turn
 
 
 def _stop_children() -> None:

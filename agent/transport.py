@@ -78,16 +78,16 @@ def truncate_marked(text: str, keep_bytes: int) -> str:
     return raw[:keep_bytes].decode("utf-8", "ignore") + f"…[truncated sha256:{digest} {len(raw)} bytes]"
 
 
-def _cut_strings(obj: Any, keep_bytes: int, depth: int = 0) -> Any:
+def cut_strings(obj: Any, keep_bytes: int, depth: int = 0) -> Any:
     """A copy of small, agent-built data with every string longer than `keep_bytes` marked and cut."""
     if isinstance(obj, str):
         return obj if len(obj) * 4 <= keep_bytes else truncate_marked(obj, keep_bytes)
     if depth > 8:
         return "…" if isinstance(obj, dict | list | tuple) else obj
     if isinstance(obj, dict):
-        return {truncate_marked(str(k), keep_bytes): _cut_strings(v, keep_bytes, depth + 1) for k, v in obj.items()}
+        return {truncate_marked(str(k), keep_bytes): cut_strings(v, keep_bytes, depth + 1) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_cut_strings(v, keep_bytes, depth + 1) for v in obj]
+        return [cut_strings(v, keep_bytes, depth + 1) for v in obj]
     return obj
 
 
@@ -120,7 +120,7 @@ def _essentials(payload: dict[str, Any]) -> dict[str, Any]:
             out[key] = {k: truncate_marked(v, _ESSENTIAL_TEXT) if isinstance(v, str) else v
                         for k, v in value.items() if k in ("status", "summary")}
         elif key == "spilled" and isinstance(value, dict):
-            out[key] = _cut_strings(value, _ESSENTIAL_TEXT)
+            out[key] = cut_strings(value, _ESSENTIAL_TEXT)
     return out
 
 
@@ -184,7 +184,7 @@ class Writer:
         # 1. Ids (or other envelope strings) that alone take a large share of the line.
         envelope = {k: v for k, v in msg.items() if k not in ("payload", "artifacts", "fields")}
         if len(self._dumps(envelope)) > self.max_line // _ENVELOPE_SHARE:
-            msg.update(_cut_strings(envelope, _ID_KEEP_BYTES))
+            msg.update(cut_strings(envelope, _ID_KEEP_BYTES))
             out = self._dumps(msg)
             if len(out) <= self.max_line:
                 return out
@@ -211,7 +211,7 @@ class Writer:
         # 4. Every string cut, shorter each round (only a tiny `max_line` gets here).
         keep = _ID_KEEP_BYTES
         while len(out) > self.max_line and keep >= 8:
-            out = self._dumps(_cut_strings(minimal, keep))
+            out = self._dumps(cut_strings(minimal, keep))
             keep //= 4
         if len(out) > self.max_line:
             out = orjson.dumps({"kind": str(msg.get("kind", "log"))[:16], "summary": "message dropped: too large"})

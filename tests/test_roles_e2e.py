@@ -554,3 +554,16 @@ def test_builder_reply_with_a_secret_costs_its_round_and_the_next_is_written_exa
     assert "secret" in done["payload"]["round_log"][0]["why"]
     audit = (workspace / "logs/luallm-agent/audit.jsonl").read_text()
     assert "reply_unusable" in audit and secret not in audit
+
+
+def test_a_spilled_intake_keeps_the_fields_lorchs_schema_needs(spawn, workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    (workspace / "PLAN.md").write_text("# Plan\n- one\n")
+    answer = json.dumps({"plan_file": "PLAN.md", "confidence": 0.8, "notes": "n" * 300_000,
+                         "tasks": [{"id": "T1", "title": "do one", "files": ["a.py"]}]})
+    agent = spawn("orchestration", "--answers", "json", replies=[answer])
+    got = agent.run(make_command("intake", inputs={"user_instruction": "plan it"}))  # every line schema-checked
+    payload = events(got, "orchestration.proposed_tasks")[-1]["payload"]
+    assert payload["plan_candidates"][0]["path"] == "PLAN.md"
+    assert payload["derived_tasks"] == [{"id": "T1", "title": "do one", "files": ["a.py"]}]
+    assert payload["notes"].startswith("n" * 100) and len(payload["notes"]) < 3000
+    assert orjson.loads((workspace / payload["spilled"]["path"]).read_bytes())["notes"] == "n" * 300_000

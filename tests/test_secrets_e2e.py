@@ -3,9 +3,8 @@
 The secret travels through the prompt, a Lua plan (log, progress, result), the receipt and a
 `--record` recording; then the recording replays in a fresh workspace. The role is orchestration,
 whose intake answers in a plan and (without expected outputs) writes no file of its answer, so the
-secret may stay in it. (The builder's replies: test_roles_e2e.py. No spill here: an orchestration
-payload that spills loses fields lorch's schema needs, and the other roles refuse a secret in their
-answer; test_transport.py checks that a spill is handed the redacted message.)
+secret may stay in it. (The builder's replies: test_roles_e2e.py, with a spilled intake's fields;
+test_transport.py checks that a spill is handed the redacted message.)
 """
 
 from __future__ import annotations
