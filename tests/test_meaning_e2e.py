@@ -195,6 +195,12 @@ def test_a_fix_that_leaves_the_code_doing_the_same_is_sent_back(spawn, workspace
     done = events(agent.run(make_command("implement", inputs={"goal": "Drop the docstring of f_to_c"})),
                   "builder.completed")[-1]
     assert done["status"] == "success" and '"""' not in (workspace / "temp.py").read_text()
+    (workspace / "temp.py").write_text(src)  # but not when the goal's own example fails on the code today
+    goal = {"goal": "Fix f_to_c in temp.py: as its docstring says, f_to_c(212) must return 100.0"}
+    agent = spawn("builder", "--test-command", "true", "--disable-repair", "write_goal_tests", replies=[same, fix])
+    done = events(agent.run(make_command("implement", inputs=goal)), "builder.completed")[-1]
+    assert [e["outcome"] for e in done["payload"]["round_log"]] == ["unusable", "kept"]
+    assert "(f - 32) * 5 / 9" in (workspace / "temp.py").read_text()
 
 
 def test_a_valid_review_that_repeats_the_worked_example_is_sent_back_even_after_a_start_over(

@@ -162,11 +162,14 @@ def _goal_test_path(ctx: CommandContext) -> str:
 def _handle_in_rounds(ctx: CommandContext) -> Outcome:
     """Files as text, in rounds against the tests (builder_rounds.py): the builder's only way."""
     budget = PromptBuilder(ctx.settings.budget)
-    must_act = ctx.cmd.action == "implement" and not _about_prose(ctx)
     # What the goal's own examples return today guides the first rounds (it never judges one); once a
     # round has written files, those results are stale.
     checked = [r for r in run_goal_examples(ctx) if r.get("path")] if ctx.settings.test_command else []
-    today = "\n" + examples_section(checked) + "\n" if any(not r["held"] for r in checked) else ""
+    failing = any(not r["held"] for r in checked)
+    today = "\n" + examples_section(checked) + "\n" if failing else ""
+    # An example that fails on the code as it is shows the behaviour must change, whatever words the
+    # goal uses ("as its docstring says, it must ignore case").
+    must_act = ctx.cmd.action == "implement" and (failing or not _about_prose(ctx))
 
     def prompt_for(round_budget: PromptBuilder, written: list[str]) -> str:
         nonlocal budget
