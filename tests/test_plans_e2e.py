@@ -186,16 +186,18 @@ end''')
     assert not (workspace / "leak.txt").exists() and (workspace / "fine.txt").read_text() == "no secret here"
 
 
-def test_a_plan_edit_copied_loosely_lands_in_the_confined_worker(workspace: Path) -> None:
-    (workspace / "p.py").write_text('def is_p(t):\n    """Same both ways."""\n    return t == t[::-1]\n')
+def test_a_plan_edit_lands_in_the_confined_worker_and_a_loose_one_says_where_to_look(workspace: Path) -> None:
+    text = 'def is_p(t):\n    """Same both ways."""\n    return t == t[::-1]\n'
+    (workspace / "p.py").write_text(text)
     plan = lua('''function run(context)
-  local r = tools.edit("p.py", "def is_p(t):\\n    return t == t[::-1]\\n", "def is_p(t):\\n    t = t.lower()\\n    return t == t[::-1]\\n")
-  if r.error then error(r.error) end
-  return {summary = r.note}
+  local loose = tools.edit("p.py", "def is_p(t):\\n    return t == t[::-1]\\n", "x")
+  local r = tools.edit("p.py", "    return t == t[::-1]\\n", "    t = t.lower()\\n    return t == t[::-1]\\n")
+  return {summary = loose.code .. ": " .. loose.error .. " / " .. tostring(r.replacements)}
 end''')
     out = run_plan_cli(workspace, plan)
-    assert "1 line of the file left out" in out["result"]["summary"]
-    assert (workspace / "p.py").read_text() == 'def is_p(t):\n    """Same both ways."""\n    t = t.lower()\n    return t == t[::-1]\n'
+    assert out["result"]["summary"].startswith("not_found: edit: the old text is not in p.py; its first line")
+    assert out["result"]["summary"].endswith(" / 1")
+    assert (workspace / "p.py").read_text() == text.replace("    return", "    t = t.lower()\n    return")
 
 
 def test_a_plan_whose_long_string_swallowed_its_code_is_rejected_and_costs_an_attempt(spawn, workspace: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
