@@ -23,6 +23,7 @@ import textwrap
 from dataclasses import dataclass
 
 from agent.fences import file_blocks
+from agent.python_syntax import parse_python
 
 __all__ = ["FencedFile", "files_in_reply", "open_file", "closed_fenced", "path_lines", "prose_of", "FORMAT_RULES",
            "begun_rest"]
@@ -75,10 +76,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _top_nodes(source: str) -> list[ast.stmt]:
-    try:
-        return ast.parse(textwrap.dedent(source)).body  # a method given alone keeps its class's indentation
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+    tree = parse_python(textwrap.dedent(source))  # a method given alone keeps its class's indentation
+    return tree.body if tree is not None else []
 
 
 def _top_names(source: str) -> set[str]:

@@ -28,6 +28,7 @@ from typing import Any
 from agent.errors import AgentError, InvalidAnswer, PathRejected
 from agent.pathpolicy import MODEL
 from agent.project_files import bookkeeping_reason, line_count
+from agent.python_syntax import parse_python
 from agent.workspace import Workspace
 
 __all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "apply_edit", "is_test_path",
@@ -154,9 +155,8 @@ def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2
     out: list[str] = []
     for path in paths:
         source = _on_disk(ws, path) if path.endswith(".py") else None
-        try:
-            tree = ast.parse(source or "")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_python(source or "")
+        if tree is None:
             continue
         lines = (source or "").splitlines()
         for node in ast.walk(tree):
@@ -170,9 +170,8 @@ def named_definitions(ws: Workspace, paths: list[str], text: str, limit: int = 2
 
 def _behaviour(source: str) -> str | None:
     """The module's syntax tree without docstrings, as text (None when it does not parse)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(source)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -252,9 +251,8 @@ def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
 
 def _top_definitions(source: str) -> list[str] | None:
     """The top-level functions and classes of Python source (None when it does not parse)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(source)
+    if tree is None:
         return None
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
 

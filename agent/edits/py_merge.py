@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 import textwrap
-import warnings
 from dataclasses import dataclass
+
+from agent.python_syntax import parse_python
 
 __all__ = ["merge_definitions"]
 
@@ -25,15 +26,6 @@ class _Op:
     end: int
     text: list[str]
     what: str
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _first_line(node: _Def) -> int:
@@ -99,9 +91,9 @@ def _blank_before(text: list[str]) -> list[str]:
 def merge_definitions(old: str, fragment: str) -> tuple[str, str] | None:
     """(`old` with the fragment's definitions in place, a note saying what went where), or None
     when the fragment is not definitions only, or a definition has no one clear place."""
-    old_tree = _parse(old)
+    old_tree = parse_python(old)
     frag_source = _leading_tabs_as_spaces(textwrap.dedent(fragment))
-    frag_tree = _parse(frag_source)
+    frag_tree = parse_python(frag_source)
     if old_tree is None or frag_tree is None or not frag_tree.body:
         return None
     lines = old.splitlines(keepends=True)

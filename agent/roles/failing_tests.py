@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from agent.edits.changes import is_test_path
+from agent.python_syntax import parse_python
 
 __all__ = ["Reader", "failing_test_code"]
 
@@ -60,10 +61,8 @@ def failing_test_code(read: Reader, output: str, shown: str, chars: int) -> str:
             continue
         seen.add((path, func))
         text = read(path) if path.endswith(".py") else None
-        try:
-            node = _enclosing(ast.parse(text), line, func) if text else None
-        except (SyntaxError, ValueError):
-            node = None
+        tree = parse_python(text) if text else None
+        node = _enclosing(tree, line, func) if tree is not None else None
         if node is None or text is None:
             continue
         lines = text.splitlines()

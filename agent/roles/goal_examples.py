@@ -30,6 +30,7 @@ from agent.command_context import CommandContext
 from agent.edits.changes import is_test_path
 from agent.errors import AgentError, ShuttingDown
 from agent.project_files import project_files
+from agent.python_syntax import parse_python
 from agent.roles.prompting import read_project_text
 from agent.test_command import run_tests
 
@@ -137,9 +138,8 @@ def _modules(ctx: CommandContext, names: set[str]) -> dict[str, tuple[str, int]]
         source = read_project_text(ctx, rel)
         if not source or not any(f"def {n}(" in source for n in names):
             continue  # run after every repair: parse only the files that can hold the functions
-        try:
-            tree = ast.parse(source or "")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_python(source or "")
+        if tree is None:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
