@@ -22,35 +22,14 @@ def _signature(request) -> tuple[str, int | None, bool]:  # type: ignore[no-unty
     return request.digest(), request.max_tokens, request.response_schema is not None
 
 
-def test_a_timeout_asks_for_less_in_the_same_form(tmp_path: Path) -> None:
+def test_a_timeout_asks_the_same_question_again_in_the_same_form(tmp_path: Path) -> None:
     model = FakeModel([ModelTimeout("read timeout"), APPROVED])
     ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=4096))
     answer = obtain_answer(ctx, REVIEW, "review it")
     assert answer.data["status"] == "approved" and answer.form == "plan"
     first, second = model.requests
-    assert first.max_tokens == 4096 and second.max_tokens == 2048
-    assert first.response_schema is None and second.response_schema is None  # a plan is asked for again
-    assert "Be brief" in second.messages[-1]["content"] and len(second.messages) == len(first.messages)
-    assert "JSON object only" not in second.messages[-1]["content"]
-    assert _signature(first) != _signature(second)
-    assert '"ask_less_after_timeout"' in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
-
-
-def test_a_timeout_without_max_tokens_sets_a_ceiling(tmp_path: Path) -> None:
-    model = FakeModel([ModelTimeout("t"), ModelTimeout("t"), APPROVED])
-    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="json", max_tokens=None))
-    obtain_answer(ctx, REVIEW, "review it")
-    assert [r.max_tokens for r in model.requests] == [None, 1024, 512]
-    assert len({_signature(r) for r in model.requests}) == 3
-
-
-def test_with_ask_less_after_timeout_off_the_same_question_is_asked_again(tmp_path: Path) -> None:
-    model = FakeModel([ModelTimeout("t"), APPROVED])
-    settings = RoleSettings(answers="json", max_tokens=4096, disabled_repairs=frozenset({"ask_less_after_timeout"}))
-    obtain_answer(make_context(tmp_path, "review", model, settings=settings), REVIEW, "review it")
-    first, second = model.requests
-    assert second.max_tokens == 4096 and second.messages == first.messages
-    assert '"ask_less_after_timeout"' not in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
+    assert second.max_tokens == 4096 and second.messages == first.messages and second.response_schema is None
+    assert '"answer_timeout"' in (tmp_path / "logs/luallm-agent/audit.jsonl").read_text()
 
 
 def test_timeouts_past_the_repair_budget_fail_with_the_timeout(tmp_path: Path) -> None:

@@ -63,25 +63,6 @@ def test_the_example_is_an_earlier_exchange_of_the_first_prompt_in_the_form_aske
     assert "tools.read(" in lua_msgs[0]["content"]
 
 
-@pytest.mark.parametrize("form", ["json", "plan"])
-def test_an_answer_repeating_the_example_is_told_apart_from_one_about_the_task(form: str) -> None:
-    from agent.answering.conversation import copied_example_line
-
-    task = "# Task T-1\nfix stats.py\n### stats.py\n```\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
-    messages = first_messages("builder", "implement", form, task)
-    copied = json.dumps({"summary": "s", "edits": [{"path": "stats.py", "old": '    return "1.0"\n', "new": "x"}]})
-    assert copied_example_line(messages, copied) == 'return "1.0"'
-    assert copied_example_line(messages, 'def greet(name):\n    return f"Hello, {name}!"') is not None
-    own = json.dumps({"summary": "s", "edits": [{"path": "stats.py", "old": "    return sum(xs) / len(xs)\n",
-                                                 "new": "    return sum(xs) / max(1, len(xs))\n"}]})
-    assert copied_example_line(messages, own) is None
-    # a project that really has the example's line: quoting it is no copy
-    mine = first_messages("builder", "implement", form, task + '### hello.py\n```\ndef version():\n    return "1.0"\n```\n')
-    assert copied_example_line(mine, copied) is None
-    # without the example in the conversation (after a start-over) nothing is a copy
-    assert copied_example_line([messages[0], messages[-1]], copied) is None
-
-
 @pytest.mark.parametrize(("role", "action"), PAIRS)
 def test_the_lua_example_is_a_plan_the_grammar_allows(role: str, action: str) -> None:
     """A model held to the grammar can write what its worked example shows."""

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from agent.command_context import CommandContext
 from agent.resources import prompt_text, schema_dir
 
-__all__ = ["EXAMPLE_MARK", "without_example", "copied_example_line", "example_answer", "system_prompt",
+__all__ = ["EXAMPLE_MARK", "without_example", "system_prompt",
            "compact_schema", "schema_outline", "worked_example", "first_messages", "messages_for", "HELD_JSON"]
 
 _EXAMPLES = Path(__file__).resolve().parent.parent / "roles" / "examples"
@@ -135,57 +134,6 @@ def without_example(messages: list[dict[str, str]]) -> list[dict[str, str]]:
         skip = False
         out.append(m)
     return out
-
-
-_LUA_STRING = re.compile(r"'([^'\n]*)'|\[\[(.*?)\]\]", re.S)
-_MIN_COPIED = 10  # shorter lines ("return x", "}") are common to any code
-
-
-def example_answer(messages: list[dict[str, str]]) -> str | None:
-    """The worked example's answer in the conversation, or None."""
-    example = None
-    for i, m in enumerate(messages[:-1]):
-        if m["role"] == "user" and m["content"].startswith(EXAMPLE_MARK) and messages[i + 1]["role"] == "assistant":
-            example = messages[i + 1]["content"]
-    return example
-
-
-def copied_example_line(messages: list[dict[str, str]], reply: str, example: str | None = None,
-                        task: str | None = None) -> str | None:
-    """A line of the worked example's answer that `reply` repeats although this task does not hold
-    it, or None. A small model may answer with the example's own `old` text (`return "1.0"`) and
-    code (`Hello, {name}!`): such an answer is about the example, not the task. `example`: the
-    example's answer when the conversation no longer holds it (a model may go on citing it after a
-    start over).
-    A repeated line needs two words at least: `changes_requested` or `hello.py` alone says nothing
-    (every rejected review was taken for a copy of the example's status).
-    `task`: the task's own text, when later turns quote the copied line back in a repair note.
-    """
-    example = example_answer(messages) or example
-    if example is None:
-        return None
-    task = task if task is not None else "\n".join(
-        m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(EXAMPLE_MARK))
-    try:
-        texts = _strings(json.loads(example))
-    except ValueError:  # a Lua plan: its string literals (its code is an idiom worth copying)
-        texts = [a.replace("\\n", "\n") + b for a, b in _LUA_STRING.findall(example)]
-    for text in texts:
-        for line in text.splitlines():
-            line = line.strip()
-            if len(line) < _MIN_COPIED or line.startswith("```") or line in task or len(line.split()) < 2:
-                continue
-            if line in reply or json.dumps(line, ensure_ascii=False)[1:-1] in reply:
-                return line
-    return None
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
 
 
 def first_messages(role: str, action: str, form: str, user: str) -> list[dict[str, str]]:

@@ -50,8 +50,6 @@ _MIN_MAX_TOKENS = 256
 # After the same error or the same answer twice, the next request samples more widely: at the
 # default 0.2 a small model may give the identical broken file on every repair.
 _WIDER_TEMPERATURE = 0.8
-# When no max_tokens was set and a request timed out: a concrete ceiling to halve from.
-_LOWERED_DEFAULT = 1024
 _BRIEF = "Be brief: only the answer, no explanations; short summaries."
 
 
@@ -75,7 +73,7 @@ class _Loop:
     """State of one command's asking: the form, the conversation, what was rejected so far."""
 
     def __init__(self, ctx: CommandContext, spec: AnswerSpec, user: str) -> None:
-        from agent.answering.conversation import HELD_JSON, example_answer, messages_for
+        from agent.answering.conversation import HELD_JSON, messages_for
 
         self.ctx = ctx
         self.spec = spec
@@ -84,21 +82,12 @@ class _Loop:
                          schema=self.form.schema, grammar=self.form.grammar is not None, reason=self.form.reason)
         held = self.form.name == "json" and self.form.schema  # the server keeps the answer to its schema
         self.messages = messages_for(ctx, user, HELD_JSON if held else self.form.name)
-        self.example = example_answer(self.messages)  # still checked for copies after a start over drops it
-        self.task = user  # the task's own text: repair notes quoting a copied line are not part of it
         self.max_tokens: int | None = ctx.settings.max_tokens
         self.rejected: list[str] = []
         self.errors: list[str] = []
         self.candidate: Answer | None = None  # last schema-valid answer that failed the role's rules
         self.last: AgentError | None = None
         self.temperature: float | None = None  # None: the model layer's default
-
-    def copied(self, text: str) -> str | None:
-        """The worked example's line `text` repeats, if any (strategy refuse_copied_example)."""
-        from agent.answering.conversation import copied_example_line
-
-        on = enabled(self.ctx, "refuse_copied_example")
-        return copied_example_line(self.messages, text, self.example, task=self.task) if on else None
 
     def start_over(self, message: str) -> None:
         """The conversation again from the task alone, told `message`: without the worked example
@@ -116,17 +105,6 @@ class _Loop:
 
         current = self.max_tokens or default_max_tokens(self.spec.role, self.spec.task_type)
         self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
-
-    def ask_less(self, why: str) -> None:
-        """After a timeout: a lower max_tokens and a brief note on the last user turn."""
-        if not enabled(self.ctx, "ask_less_after_timeout"):
-            return
-        applied(self.ctx, "ask_less_after_timeout")
-        current = self.max_tokens or _LOWERED_DEFAULT * 2
-        self.max_tokens = max(_MIN_MAX_TOKENS, current // 2)
-        note = f"\n\n(Your previous reply {why}. {_BRIEF})"
-        last = self.messages[-1]
-        self.messages[-1] = {"role": last["role"], "content": last["content"] + note}
 
 
 def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
@@ -146,8 +124,7 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
                              error=exc.message)
             if attempt > ctx.settings.max_repairs:
                 raise
-            loop.ask_less("took too long and was cut off")
-            continue
+            continue  # asked again as it was: the timeout may be the server's, not the question's
         cut_off = getattr(reply, "finish_reason", None) in ("length", "repetition")
         if getattr(reply, "finish_reason", None) == "repetition":
             applied(ctx, "stop_looping_reply", attempt=attempt)
@@ -161,10 +138,6 @@ def obtain_answer(ctx: CommandContext, spec: AnswerSpec, user: str) -> Answer:
             except _REPAIRABLE:
                 loop.candidate = answer
                 raise
-            copied = loop.copied(reply.text)
-            if copied is not None:  # valid in form, but about the example, not the task
-                raise InvalidAnswer(f"the answer repeats the worked example ({copied!r}), which is about another "
-                                    "project; answer about this task's own files")
         except ToolRound as round_:
             tool_rounds += 1
             if tool_rounds > ctx.settings.max_tool_rounds:
@@ -216,14 +189,6 @@ def _after_rejection(ctx: CommandContext, loop: _Loop, exc: AgentError, text: st
         loop.cap_tokens()  # a loop runs to any limit: the next one ends sooner, the run within bounds
         ctx.audit.record("answer_looping", task_id=ctx.cmd.task_id, attempt=attempt, max_tokens=loop.max_tokens)
         message += "\nYour answer repeated itself until it was cut off. " + _BRIEF
-    copied = loop.copied(text)
-    if copied is not None:
-        # Repairing an answer about the example gets it again: start over without it at once.
-        ctx.audit.record("answer_copied_example", task_id=ctx.cmd.task_id, attempt=attempt, line=copied[:120])
-        applied(ctx, "refuse_copied_example", attempt=attempt)
-        loop.start_over(message + f"\nYour answer copied the worked example ({copied!r}), which is about "
-                        "another project. Answer for this task's own files.")
-        return True
     if looped and enabled(ctx, "restart_after_loop"):
         # Shown its own loop, a model at temperature 0 copies it and loops again at the same
         # place: it is asked the question afresh, told that its answer looped.

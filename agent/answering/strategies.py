@@ -30,11 +30,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("wider_temperature", "agent/answering/loop.py",
              "after the same rejected answer or the same error twice, the next request samples at a higher "
              "temperature"),
-    Strategy("ask_less_after_timeout", "agent/answering/loop.py",
-             "after a request that timed out, the next asks for half the max_tokens with a note to be brief"),
-    Strategy("refuse_copied_example", "agent/answering/loop.py",
-             "an answer that repeats a line of the worked example (shown where the server holds no schema) is "
-             "refused, and the question asked afresh without the example"),
     Strategy("salvage", "agent/answering/loop.py",
              "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
              "role's rules"),
@@ -103,9 +98,6 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "is, and the builder's, reviewer's and spec maintainer's prompts show what they return now"),
     Strategy("spec_changelog_by_agent", "agent/roles/spec_maintainer.py",
              "when the model gives no usable spec answer, the agent records a Changelog entry itself"),
-    Strategy("approval_keeps_grounded_notes", "agent/roles/reviewer.py",
-             "an approval whose findings cite files or lines that do not exist is taken without them (notes on an "
-             "approval change nothing in lorch) instead of being sent back for a repair"),
     Strategy("approval_stands_on_same_code", "agent/roles/reviewer.py",
              "a review whose loop last approved the builder's files as they still are answers approved "
              "without asking the model again"),

@@ -153,11 +153,6 @@ def _rules(ctx: CommandContext, shown: list[str]):  # type: ignore[no-untyped-de
             if isinstance(f.get("path"), str):
                 f["path"] = f["path"].strip().removeprefix("./")
         errors = grounding_errors(ctx, answer["findings"])
-        if errors and answer["status"] == "approved" and enabled(ctx, "approval_keeps_grounded_notes"):
-            # Notes on an approval change nothing in lorch: drop the ungrounded ones quietly.
-            answer["findings"] = [f for i, f in enumerate(answer["findings"]) if i not in errors]
-            applied(ctx, "approval_keeps_grounded_notes", dropped=len(errors))
-            return
         if errors:
             files = ", ".join(shown[:15]) or "(none)"
             raise InvalidAnswer("; ".join(errors.values()) + f". Cite only files quoted above ({files}), and only "
