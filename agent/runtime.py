@@ -437,18 +437,15 @@ class Agent:
         note = f" [payload of {len(line)} bytes written to {rel}]"
         # Every field stays, its strings cut shorter until the event fits: lorch's schema needs the
         # event's own fields (an intake's plan_candidates and derived_tasks, a builder's tests).
+        # Still too large at the shortest (a huge list): the writer keeps only the essentials next.
+        kept: dict[str, Any] = {}
         for keep_bytes in _SPILL_KEEP_BYTES:
-            kept: dict[str, Any] = cut_strings(payload, keep_bytes)
+            kept = cut_strings(payload, keep_bytes)
             kept["summary"] = truncate_marked(str(payload.get("summary", "")), keep_bytes) + note
             kept["spilled"] = spilled
             if len(orjson.dumps(kept)) <= MAX_STDOUT_LINE // 2:
-                return kept
-        keep = {k: payload[k] for k in ("code", "retriable", "status") if isinstance(payload.get(k), str | bool | int)}
-        if isinstance(payload.get("message"), str):
-            keep["message"] = truncate_marked(payload["message"], 2000)
-        keep["summary"] = truncate_marked(str(payload.get("summary", "")), 2000) + note
-        keep["spilled"] = spilled
-        return keep
+                break
+        return kept
 
 
 _SPILL_KEEP_BYTES = (2000, 400, 80)  # per string of a spilled payload, tried in turn
