@@ -268,9 +268,7 @@ class OpenAIChatModel:
                     return _Exchange(response.status_code, response.headers,
                                      text=self._read_error_body(response, watchdog))
                 if "text/event-stream" in response.headers.get("content-type", ""):
-                    system = next((str(m.get("content") or "") for m in request.messages
-                                   if m.get("role") == "system"), "")
-                    self._read_stream(response, watchdog, stream, system, request.resolved_max_tokens(), request.stop,
+                    self._read_stream(response, watchdog, stream, request.resolved_max_tokens(), request.stop,
                                       request.stop_loops)
                     reply = self._stream_reply(request, stream, watchdog)
                 else:  # not streaming (asked not to, or the server ignored `stream`)
@@ -323,9 +321,9 @@ class OpenAIChatModel:
         return b"".join(parts).decode("utf-8", errors="replace")
 
     def _read_stream(self, response: httpx.Response, watchdog: StreamWatchdog, stream: ChatStream,
-                     system: str = "", max_tokens: int = 0, stop: tuple[str, ...] = (), stop_loops: bool = True) -> None:
+                     max_tokens: int = 0, stop: tuple[str, ...] = (), stop_loops: bool = True) -> None:
         sse = SSEDecoder()
-        repeats, stops = RepetitionWatch(echo_of=system, max_tokens=max_tokens), StopStrings(stop)
+        repeats, stops = RepetitionWatch(max_tokens=max_tokens), StopStrings(stop)
         try:
             # The cap is on the reply's text; the stream's framing (an event of ~100 bytes per token)
             # gets room of its own, so a reply just under the cap is read whole.
@@ -344,16 +342,11 @@ class OpenAIChatModel:
                     raise ResponseTooLarge(self.max_response_bytes, stream.chars)
                 if stream.done:
                     return
-                if stream.finish_reason is None and repeats.stopped:
+                if stream.finish_reason is None and (loop := repeats.loop) is not None:
                     # Closing the connection stops the server's generation: the copies still to
                     # come could cost minutes to the token limit and say nothing.
                     stream.finish_reason = "repetition"
-                    loop = repeats.loop
-                    if loop is None:
-                        self._audit("model_echo_stopped", chars=stream.chars)
-                    else:
-                        self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period,
-                                    copies=loop.copies, counted=loop.counted)
+                    self._audit("model_repetition_stopped", chars=stream.chars, period=loop.period, copies=loop.copies)
                     return
             for name, payload in sse.close():
                 stream.event(name, payload)

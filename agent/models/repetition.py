@@ -4,19 +4,8 @@ Why: a small model may repeat the same few lines to its token limit, spending mo
 time on copies. The loop is exact — the same characters each time — so it shows as a tail of the
 text with a short period.
 
-A model may also count while it loops ("# Example 24: …", "# Example 25: …"). So a second, stricter
-look reads every run of digits as one and the same digit: a tail of many more copies
-(`MIN_COUNTED_COPIES`, at least `MIN_COUNTED_CHARS`) that differ only in their numbers is a loop too.
-
-Long blocks may loop without reaching six copies, and a short pattern may run along one line. So
-three exact copies of a block of `MIN_BLOCK_PERIOD`+ characters are a loop, and so is a short
-pattern along one line once it runs 1,500 characters. Checked against recorded real-model replies,
-these rules stop only loops.
-
-One more shape is no loop by these rules but is as empty: after a long string that never closed, a
-model may recite the system prompt's tool list to its limit. So the watch, given the request's
-system message, also stops a reply whose last `ECHO_CHARS` characters stand word for word in it: no
-plan, file or answer copies that much of the agent's own instructions.
+A short pattern may run along one line: it is a loop once it runs 1,500 characters. Checked
+against recorded real-model replies, these rules stop only loops.
 
 `repeating_tail(text)` finds such a tail; `RepetitionWatch` runs it over a growing stream now and
 then, so that the client can stop reading (the server stops generating when the connection closes)
@@ -28,7 +17,7 @@ reply is still writing, repetition alone says nothing about whether the file wil
 whose copies all sit inside an open file body (a fenced block, or a Lua long string `[==[ … ]==]`)
 is let run until its copies fill half the reply's token budget (about `CHARS_PER_TOKEN` characters
 a token). A file that repeats that much that close to the limit would be cut off anyway. Copies
-with words or a call in them (code: `.replace(":", "")` over and over, an `if` per count) are let
+with words or a call in them (code: `.replace(":", "")` over and over) are let
 run only `FILE_LOOP_CHARS`: no hand-written module repeats a block of code that long, and on one CPU thread
 a small model writes a few tokens a second, so a loop let run to half its budget spends most of
 the command's deadline. Repetition in the reply's own words is stopped as soon as it is seen. The watch reads each new piece of the
@@ -41,27 +30,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "ECHO_CHARS", "MIN_COPIES", "MIN_LOOP_CHARS", "MIN_COUNTED_COPIES",
-           "MIN_COUNTED_CHARS", "FILE_LOOP_CHARS"]
+__all__ = ["Loop", "repeating_tail", "RepetitionWatch", "MIN_COPIES", "MIN_LOOP_CHARS", "FILE_LOOP_CHARS"]
 
 MIN_COPIES = 6          # copies of the block at the end of the text
 MIN_LOOP_CHARS = 480    # and at least this much text in them: a short repeated line is no loop
-MIN_COUNTED_COPIES = 16     # copies that differ only in their numbers: many more, since a test's
-MIN_COUNTED_CHARS = 1200    # rows of `f(1) == 1`, `f(2) == 4` look alike too
-_DIGITS = re.compile(r"[0-9]+")
-_COUNTED_LETTERS = 8        # a counted block has words in it ("Example", "assertEqual"), not only numbers
+_CODE_LETTERS = 8       # a block of code has words in it ("return", "assertEqual"), not only numbers
 _MIN_PERIOD = 12        # `0, 0, 0, ...` or a row of `=` is data, not a loop ...
 _MIN_SHORT_LOOP_CHARS = 600   # ... unless the short block holds a line break and runs this long,
 _MIN_ONE_LINE_LOOP_CHARS = 1500  # or runs this long on one line (`"Fizz", ` 1,000 times)
-MIN_BLOCK_COPIES = 3    # a long block (whole statements) needs fewer copies: three exact copies
-MIN_BLOCK_PERIOD = 400  # of 400+ characters are no coincidence (a `for` block repeated whole)
 _MAX_PERIOD = 1600      # a block longer than this repeated six times would fill any plan budget
 _PROBE = 32             # the end of the text, looked for earlier on to find candidate periods
 _CHECK_EVERY = 256      # characters of new text between two looks, at least
 WINDOW = 32 * 1024      # the end of the text a look reads: enough for any loop these rules can find
 _LOOKS_PER_WINDOW = 8   # a full window is looked at every WINDOW / 8 characters: linear in the reply
 CHARS_PER_TOKEN = 4     # for the budget a loop inside a file may fill (a low guess stops loops sooner)
-ECHO_CHARS = 400        # the reply's end found this long in the system message: it recites the instructions
 FILE_LOOP_CHARS = 1000  # copies of a block of code inside a file: about 250 tokens, minutes on one thread
 _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")  # a name called: code, however few letters the copy holds
 
@@ -69,75 +51,29 @@ _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")  # a name called: code, however few let
 @dataclass(frozen=True)
 class Loop:
     """The text's end is `copies` (or more) copies of a `period`-character block from `start` on;
-    the text up to `first_copy_end` holds the block once. With `counted`, copies differ in their
-    numbers (positions are the text's own; `period` is the block's length with each number as one
-    digit)."""
+    the text up to `first_copy_end` holds the block once."""
 
     start: int
     first_copy_end: int
     period: int
     copies: int
-    counted: bool = False
 
 
 def repeating_tail(text: str) -> Loop | None:
-    """The loop the text ends in, exact or counted (see the module), or None."""
-    exact = (_periodic_tail(text, MIN_COPIES, MIN_LOOP_CHARS)
-             or _periodic_tail(text, MIN_BLOCK_COPIES, MIN_BLOCK_COPIES * MIN_BLOCK_PERIOD, MIN_BLOCK_PERIOD))
-    if exact is not None:
-        return exact
-    if len(text) < MIN_COUNTED_CHARS:
-        return None
-    folded = _fold_digits(text)
-    counted = _periodic_tail(folded, MIN_COUNTED_COPIES, MIN_COUNTED_CHARS)
-    if counted is None or _letters(folded[counted.start:counted.first_copy_end]) < _COUNTED_LETTERS:
-        return None   # rows of numbers (a table, a CSV file) are data, however many
-    return Loop(_unfolded(text, counted.start), _unfolded(text, counted.first_copy_end), counted.period,
-                counted.copies, counted=True)
-
-
-def _letters(text: str) -> int:
-    return sum(c.isalpha() for c in text)
-
-
-def _is_code(block: str) -> bool:
-    """Whether a repeated block is code rather than data: it has words, or calls a name (the block
-    twice over holds every rotation's call whole)."""
-    return _letters(block) >= _COUNTED_LETTERS or _CALL.search(block + block) is not None
-
-
-def _fold_digits(text: str) -> str:
-    """`text` with every run of digits as "0"."""
-    return _DIGITS.sub("0", text)
-
-
-def _unfolded(text: str, folded_at: int) -> int:
-    """Where in `text` the character at `folded_at` of its folded form came from."""
-    shift = 0
-    for m in _DIGITS.finditer(text):
-        if m.start() - shift >= folded_at:
-            break
-        shift += len(m.group()) - 1
-    return folded_at + shift
-
-
-def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int = 1) -> Loop | None:
-    """The exact loop the text ends in, or None. The shortest period (of at least `min_period`)
-    wins; the repeating part is followed back as far as it goes (the first copy may begin
-    mid-block: any rotation repeats)."""
+    """The exact loop the text ends in, or None. The shortest period wins; the repeating part is
+    followed back as far as it goes (the first copy may begin mid-block: any rotation repeats)."""
     n = len(text)
-    if n < max(min_chars, _PROBE + _MIN_PERIOD):
+    if n < max(MIN_LOOP_CHARS, _PROBE + _MIN_PERIOD):
         return None
     probe = text[n - _PROBE:]
     floor = max(0, n - _PROBE - _MAX_PERIOD)
     pos = text.rfind(probe, floor, n - 1)
     while pos >= 0:
         period = n - _PROBE - pos
-        span = max(min_copies * period, min_chars)
+        span = max(MIN_COPIES * period, MIN_LOOP_CHARS)
         if span > n:
             return None       # longer periods need even more text
-        if (period >= min_period and text[n - span:n - period] == text[n - span + period:]
-                and not (min_period > 1 and _has_shorter_period(text[n - period:]))):
+        if text[n - span:n - period] == text[n - span + period:]:
             start = n - span
             while start >= period and text[start - period:start] == text[start:start + period]:
                 start -= period  # whole copies back at C speed, then the part of one copy
@@ -154,9 +90,10 @@ def _periodic_tail(text: str, min_copies: int, min_chars: int, min_period: int =
     return None
 
 
-def _has_shorter_period(block: str) -> bool:
-    """Whether `block` is itself copies of a shorter block (then the short-period rules decide)."""
-    return (block + block).find(block, 1) < len(block)
+def _is_code(block: str) -> bool:
+    """Whether a repeated block is code rather than data: it has words, or calls a name (the block
+    twice over holds every rotation's call whole)."""
+    return sum(c.isalpha() for c in block) >= _CODE_LETTERS or _CALL.search(block + block) is not None
 
 
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -207,24 +144,18 @@ class RepetitionWatch:
     """Fed the stream's new text piece by piece; looks at the end of it now and then, and sets
     `loop` once the reply's own words repeat (see the module: not the content of an open file)."""
 
-    def __init__(self, echo_of: str = "", max_tokens: int = 0) -> None:
+    def __init__(self, max_tokens: int = 0) -> None:
         self.loop: Loop | None = None
         # How much of a file a loop may fill before it counts (no budget: a file is never judged).
         self._body_loop_chars = max_tokens * CHARS_PER_TOKEN // 2 if max_tokens > 0 else None
         self._file_loop_from: int | None = None
-        self.echoed = False                 # the text's end recites `echo_of` (the system message)
         self.chars = 0
-        self._echo_of = echo_of
-        self._next_check = min(MIN_LOOP_CHARS, ECHO_CHARS)
+        self._next_check = MIN_LOOP_CHARS
         self._tail: list[str] = []
         self._bodies = _FileBodies()
 
-    @property
-    def stopped(self) -> bool:
-        return self.loop is not None or self.echoed
-
     def feed(self, piece: str) -> Loop | None:
-        if not piece or self.stopped:
+        if not piece or self.loop is not None:
             return self.loop
         self._bodies.feed(piece, self.chars)
         self.chars += len(piece)
@@ -242,7 +173,7 @@ class RepetitionWatch:
         loop = repeating_tail(text)
         if loop is not None:
             offset = self.chars - len(text)
-            loop = Loop(loop.start + offset, loop.first_copy_end + offset, loop.period, loop.copies, loop.counted)
+            loop = Loop(loop.start + offset, loop.first_copy_end + offset, loop.period, loop.copies)
             body = self._bodies.open_since
             if body is None or loop.first_copy_end <= body:  # (any rotation repeats: the copies may
                 self.loop = loop                              # reach back into the fence's line)
@@ -259,4 +190,3 @@ class RepetitionWatch:
                 self.loop = loop
             return
         self._file_loop_from = None
-        self.echoed = len(text) >= ECHO_CHARS and text[-ECHO_CHARS:] in self._echo_of

@@ -35,17 +35,6 @@ def test_similar_lines_that_differ_are_no_loop() -> None:
     assert repeating_tail(table) is None                      # numbers only: data, however many rows
 
 
-def test_copies_that_only_count_are_a_loop_once_there_are_many() -> None:
-    # The 0.5B's test file in run gram10 (fix-temperature): "Example 24", "Example 25", ... to its limit.
-    def row(i: int) -> str:
-        return f"    # Example {i}: fahrenheit_to_celsius(32) should return 0.0\n    assert fahrenheit_to_celsius(32) == 0.0\n\n"
-    assert repeating_tail(HEAD + "".join(row(i) for i in range(1, 12))) is None      # 11 rows: could be a test
-    text = HEAD + "".join(row(i) for i in range(1, 30))
-    loop = repeating_tail(text)
-    assert loop is not None and loop.counted and loop.copies >= 16
-    assert "Example 1:" in text[loop.start:loop.first_copy_end] and "Example 2:" not in text[:loop.first_copy_end]
-
-
 def test_short_runs_of_one_character_pattern_are_data_not_loops() -> None:
     assert repeating_tail("data = [" + "0, " * 400 + "0]\n") is None
     assert repeating_tail("# " + "=" * 900) is None
@@ -66,30 +55,10 @@ def test_one_short_pattern_along_one_line_is_a_loop_once_it_runs_long() -> None:
     assert loop is not None and loop.period == 8
 
 
-# The 0.5B's review plan (run gram16, new-fizzbuzz): the same 464-character `for` block over and over.
-REVIEW_BLOCK = ('\n  -- Check if the plan is correct\n  for _, f in ipairs(files) do\n'
-                '    if f ~= "fizzbuzz.py" and f ~= "greet.py" and f ~= "tests/test_greet.py" then\n'
-                '      table.insert(findings, {path = f, line = 1, comment = "Files written by the builder; each '
-                'names a quoted file (`path`), optionally a `line` that exists in it, and a concrete `comment`. '
-                'Do not repeat a finding of your previous review that the changes since have addressed."})\n'
-                '    end\n  end\n')
-
-
-def test_three_copies_of_a_long_block_are_a_loop() -> None:
-    assert len(REVIEW_BLOCK) >= 400
-    assert repeating_tail(HEAD + REVIEW_BLOCK * 2) is None
-    loop = repeating_tail(HEAD + REVIEW_BLOCK * 3)
-    assert loop is not None and loop.period == len(REVIEW_BLOCK) and loop.copies == 3
-    short = REVIEW_BLOCK[:300]
-    assert repeating_tail(HEAD + short * 4) is None                     # a shorter block needs six
-    # A long block that is itself a short pattern on one line keeps the one-line rule.
-    assert repeating_tail("data = [" + "0, " * 450) is None
-
-
 def _fed(watch: RepetitionWatch, text: str, piece: int = 7) -> int:
     """Feed `text` in pieces; the characters fed when the watch stopped (or all of them)."""
     for i in range(0, len(text), piece):
-        if watch.feed(text[i:i + piece]) is not None or watch.stopped:
+        if watch.feed(text[i:i + piece]) is not None or watch.loop is not None:
             return i + piece
     return len(text)
 
@@ -99,7 +68,7 @@ def test_the_watch_looks_now_and_then_and_keeps_what_it_found() -> None:
     prose = "Here is the plan.\n" + "I will now update the cart so that the totals are right.\n" * 40
     stopped_at = _fed(watch, prose)
     assert watch.loop is not None and watch.loop.period == 57
-    assert stopped_at < 18 + 12 * 57              # seen within a few copies of the sixth
+    assert stopped_at < 18 + 14 * 57              # seen within a look or two of the 480 characters needed
     assert watch.feed("x") is watch.loop and watch.chars == stopped_at
 
 
@@ -114,15 +83,12 @@ def test_code_repeating_inside_an_open_file_is_stopped_once_it_fills_file_loop_c
     assert _fed(unbounded, text) == len(text) and unbounded.loop is None
 
 
-def test_loops_of_code_on_one_line_or_counting_inside_a_fenced_file_are_stopped_early() -> None:
-    # A chain of calls along one line, and one `if` per count: each a file no one would write.
+def test_loops_of_code_on_one_line_inside_a_fenced_file_are_stopped_early() -> None:
+    # A chain of calls along one line: a file no one would write.
     chain = 'luhn.py\n```python\nclass Luhn:\n    def __init__(self, card):\n        self.card = card' + \
         ''.join(f'.replace("{c}", "")' for c in "-*/.,:;?!@()[]{}|~^_+") * 40
-    counting = 'bowling.py\n```python\nclass Game:\n    def roll(self, pins):\n' + ''.join(
-        f'        if self.frame == 10 and self.roll_count == {i}:\n            raise ValueError("invalid fill balls")\n'
-        for i in range(2, 200))
     one_call = chain[:chain.index(".replace")] + '.replace(":", "")' * 600   # 7 letters a copy, but a call
-    for text in (chain, counting, one_call):
+    for text in (chain, one_call):
         watch = RepetitionWatch(max_tokens=3072)
         stopped_at = _fed(watch, text)
         assert watch.loop is not None and stopped_at < 3500, (stopped_at, text[:40])

@@ -209,28 +209,3 @@ def test_a_loop_of_code_inside_a_file_is_stopped_once_it_fills_file_loop_chars(a
     assert audit.events("model_repetition_stopped")
 
 
-def test_a_stream_that_recites_the_system_message_is_stopped(audit) -> None:  # type: ignore[no-untyped-def]
-    # The 0.5B (run gram30, feature-cart): a long string never closed, then the system prompt's tool
-    # list, 1,786 characters a copy, to the token limit (556 s); too long a block for the loop rules.
-    words = ("read write create edit list glob grep run test call_llm progress log stat move copy remove "
-             "touch chmod find diff patch fetch open close lock unlock watch ping sync").split()
-    tools = "".join(f"- tools.{w}(path, {{{w}_options?}}) -> {{{w}d}} | {{error}}\n    {w.capitalize()} what a "
-                    f"workspace path holds, as {w} says.\n" for w in words)
-    system = "You are luallm-agent.\nTools:\n" + tools
-    head = "```lua\nfunction run(context)\n  local w = tools.write('t.py', [[\nimport cart\n"
-    chunks = [tools[i:i + 40] for i in range(0, len(tools), 40)]
-    fake = FakeOpenAI([Stream([head, *chunks, *chunks, *chunks], every_s=0.001)])
-    request = ModelRequest(messages=[{"role": "system", "content": system}, {"role": "user", "content": "go"}],
-                           role="builder")
-    with fake.running():
-        reply = client(fake, timeout_s=5, stall_s=5, audit=audit.log).complete(request)
-    assert reply.finish_reason == "repetition" and reply.truncated
-    assert len(reply.text) < len(head) + 400 + 300                 # stopped within a look of the echo
-    (stopped,) = audit.events("model_echo_stopped")
-    assert stopped["chars"] == len(reply.text)
-    assert not audit.events("model_repetition_stopped")
-
-    fake = FakeOpenAI([Stream([head, *chunks, "]])\nend\n```"], every_s=0.001)])
-    with fake.running():                                            # no system message: nothing to recite
-        reply = client(fake, timeout_s=5, stall_s=5).complete(req())
-    assert reply.finish_reason != "repetition" and reply.text.endswith("end\n```")
