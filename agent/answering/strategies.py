@@ -34,8 +34,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "after the repair budget, the last schema-valid answer is taken without the parts that failed the "
              "role's rules"),
     Strategy("stop_looping_reply", "agent/answering/loop.py",
-             "a streamed reply that falls into an exact loop (copies of a block, or an echo of the system "
-             "message) is stopped there: the copies to come would cost minutes to the token limit"),
+             "a streamed reply that falls into an exact loop (six copies of a block) is stopped there: the "
+             "copies to come would cost minutes to the token limit"),
     Strategy("restart_after_loop", "agent/answering/loop.py",
              "an answer that repeated itself until it was cut off is not shown back: the question is asked "
              "afresh with a note that the answer looped (shown its loop, a model copies it)"),
