@@ -139,17 +139,6 @@ def test_a_change_that_only_moves_docstrings_and_layout_is_seen_as_unchanged_cod
     assert unchanged_code(ws, [FileWrite("temp.py", "def (:\n", "files[0]")]) == []
 
 
-def test_a_fence_around_a_whole_file_is_dropped_but_not_in_prose_or_around_part(ws: Workspace) -> None:
-    # the 1.5B under real lorch, in the whole-files form: every content began with ```python
-    [write] = planned_writes(ws, {"files": [{"path": "new.py", "content": "```python\nx = 1\n```"}]})
-    assert write.content == "x = 1\n" and write.notes == ["files[0]: the ``` fence around the content of new.py was dropped"]
-    [doc] = planned_writes(ws, {"files": [{"path": "README.md", "content": "```python\nx = 1\n```\n"}]})
-    assert doc.content == "```python\nx = 1\n```\n"
-    two = "```python\nx = 1\n```\ntext\n```python\ny = 2\n```"
-    with pytest.raises(ChangeError):  # two blocks: not one wrapped file, so it stays (and does not compile)
-        planned_writes(ws, {"files": [{"path": "two.py", "content": two}]})
-
-
 def test_a_file_answered_with_none_of_its_definitions_is_refused(ws: Workspace) -> None:
     # the 1.5B under real lorch, whole-files form: temperature.py answered with its test file's content
     (Path(str(ws.root)) / "temp.py").write_text("def c_to_f(c):\n    return c * 9 / 5 + 32\n\n\ndef f_to_c(f):\n"

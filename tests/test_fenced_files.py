@@ -13,13 +13,11 @@ def test_a_path_line_then_a_block() -> None:
     assert (f.path, f.content, f.how) == ("leap.py", "def leap_year(y):\n    return y % 4 == 0\n", "line")
 
 
-def test_decorated_path_lines_and_the_fence_info_string() -> None:
+def test_decorated_path_lines() -> None:
     reply = ("**src/calc.py**\n```python\nA = 1\n```\n"
-             "### `leap.py`:\n```\nB = 2\n```\n"
-             "```python new_mod.py\nC = 3\n```\n")
+             "### `leap.py`:\n```\nB = 2\n```\n")
     got = {f.path: (f.content, f.how) for f in files_in_reply(reply, KNOWN)}
-    assert got == {"src/calc.py": ("A = 1\n", "line"), "leap.py": ("B = 2\n", "line"),
-                   "new_mod.py": ("C = 3\n", "info")}
+    assert got == {"src/calc.py": ("A = 1\n", "line"), "leap.py": ("B = 2\n", "line")}
 
 
 def test_a_first_comment_line_names_the_file_and_is_not_part_of_it() -> None:
@@ -86,24 +84,8 @@ def test_a_call_on_the_line_before_a_block_names_no_file() -> None:
     assert [f.path for f in files_in_reply(reply, KNOWN)] == ["leap.py"]
 
 
-def test_a_path_fenced_on_its_own_names_the_block_that_follows() -> None:
-    code = "def leap_year(y):\n    return y % 4 == 0\n"
-    apart = f"```\nleap.py\n```\n```python\n{code}```\n"  # the path in a fence of its own, then the file
-    inside = f"```\nleap.py\n```python\n{code}```\n"  # the file's fence opened inside the path's
-    tagged = [f"```{tag}\nleap.py\n```python\n{code}```\n" for tag in ("plaintext", "markdown")]  # under a tag
-    tagged_apart = f"```plaintext\nleap.py\n```\n```python\n{code}```\n"
-    for reply in (apart, inside, *tagged, tagged_apart):
-        [f] = files_in_reply(reply, KNOWN)
-        assert (f.path, f.content) == ("leap.py", code), reply
-    assert files_in_reply("```\nleap.py\n```\n", KNOWN) == []  # a path and no file: nothing to write
-    # after a path line, a block holding one path-like line is that file's content
-    [f] = files_in_reply("README.md\n```\nleap.py\n```\n", KNOWN)
-    assert (f.path, f.content) == ("README.md", "leap.py\n")
-
-
 def test_the_file_a_cut_reply_left_open_is_named() -> None:
     whole = "a.py\n```python\nx = 1\n```\n"
     assert open_file(whole, {"a.py"}) is None
     assert open_file(whole + "\n**b.py**\n```python\nx = 2\nx = 2\n", {"a.py"}) == "b.py"
-    assert open_file("```python c.py\nx = 3\n", set()) == "c.py"
     assert open_file("Here it is:\n```python\nx = 3\n", set()) == ""  # open, but named nowhere

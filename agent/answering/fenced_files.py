@@ -9,8 +9,8 @@ code in JSON", and the same on small local models): the builder asks for
     ```
 
 and this module reads the files back out of the reply. It reads the shapes models actually use
-for the path (a line of its own, in backticks or bold, "File: x", a `# x` heading, the fence's info
-string, or a first comment line inside the block) and, for a block without any path, the one
+for the path (a line of its own, in backticks or bold, "File: x", a `# x` heading, or a first
+comment line inside the block) and, for a block without any path, the one
 project file whose definitions it shares (a method given alone, indented as in its class, too). It
 only parses: what is written, and whether it is allowed, the caller decides.
 """
@@ -43,7 +43,7 @@ _NOT_FILES = {"bash", "sh", "shell", "console", "terminal", "text", "output", "d
 class FencedFile:
     path: str
     content: str
-    how: str  # where the path came from: "line", "info", "comment" or "definitions"
+    how: str  # where the path came from: "line", "comment" or "definitions"
 
 
 # How models write a path on the line before a block (any line naming a path is read; these are
@@ -104,19 +104,6 @@ def _by_definitions(body: str, sources: dict[str, str]) -> str | None:
     return None
 
 
-def _fenced_path(body: str) -> tuple[str, str | None] | None:
-    """A block that begins with a path alone on its line: the path written inside a fence of its own.
-    Returns (the path, the file's text when an opening fence follows it in the same block, else None:
-    the path names the next block)."""
-    first, _, rest = body.partition("\n")
-    if not _PATH.fullmatch(first.strip()):
-        return None
-    if not rest.strip():
-        return first.strip(), None
-    opening, _, text = rest.partition("\n")
-    return (first.strip(), text) if opening.strip().startswith(("```", "~~~")) and text.strip() else None
-
-
 def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None = None) -> list[FencedFile]:
     """The files a reply gives, in order; a path given twice keeps its last block.
 
@@ -124,36 +111,22 @@ def files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None =
     `sources`: the code files shown to the model, to place a block that names no path."""
     out: dict[str, FencedFile] = {}
     last_end = 0
-    named: str | None = None  # a path a block before gave alone, fenced as if it were a file
     for block in file_blocks(reply):
-        info, body, lang = block.info, block.body, block.lang
+        body, lang = block.body, block.lang
         before = reply[last_end:block.start].strip()
         last_end = block.end
         path, how = None, ""
         line_path = _line_path(before, known)
-        # A path alone atop a block: fenced on its own, or wrapping the file's own fence under a
-        # language tag that names no path (```plaintext, ```markdown) around both
-        fenced = None if line_path or _PATH.search(info) else _fenced_path(body)
-        if fenced is not None and fenced[1] is None:
-            named = fenced[0]
-            continue
-        if fenced is not None:
-            path, how, body = fenced[0], "line", str(fenced[1])
-        elif _PATH.search(info):
-            path, how = _path_in(info, known), "info"
-        elif lang in _NOT_FILES:
+        if lang in _NOT_FILES:
             continue  # a command to run or output shown, not a file
-        elif line_path:
+        if line_path:
             path, how = line_path, "line"
-        elif named is not None and not before:
-            path, how = named, "line"
         first = body.split("\n", 1)[0]
         comment = _COMMENT_PATH.match(first)
         if path is None and comment:
             path, how = _path_in(comment.group(1), known), "comment"
         if path is None and sources:
             path, how = _by_definitions(body, sources), "definitions"
-        named = None
         if path is None or not body.strip():
             continue
         if how == "comment":
@@ -180,15 +153,13 @@ def begun_rest(rest: str) -> str:
 
 def open_file(reply: str, known: set[str]) -> str | None:
     """The path of the file a reply began and never closed (a reply cut at its limit or in a loop):
-    the path on the line before a fence opened after its last closed block, or in that fence's info;
+    the path on the line before a fence opened after its last closed block;
     "" when the block names none, None when no block is left open."""
     blocks = file_blocks(reply)
     tail = reply[blocks[-1].end:] if blocks else reply
     opening = _OPENING.search(tail)
     if opening is None:
         return None
-    if _PATH.search(opening.group(1)):
-        return _path_in(opening.group(1), known) or ""
     return _line_path(tail[:opening.start()], known) or ""
 
 

@@ -35,8 +35,6 @@ __all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "apply
            "unchanged_code", "named_definitions"]
 
 _SHRINK_RATIO = 0.4
-_WRAPPING_FENCE = re.compile(r"\s*```[\w+.-]*[ \t]*\n(.*?\n?)```[ \t]*\n?\s*", re.S)
-_PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 _SHRINK_MIN_LINES = 10
 _DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|local\s+function)\s+([A-Za-z_][\w.:]*)", re.M)
 _CLASS = re.compile(r"^\s*class\s+([A-Za-z_]\w*)", re.M)
@@ -211,7 +209,7 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, merge_partial: bool
         path = _check_path(ws, f["path"], where)
         old = current(path)
         notes: list[str] = []
-        text = _unfenced(path, f["content"], where, notes)
+        text = f["content"]
         part = False
         if old is not None:
             why = shrink_reason(path, old, text)
@@ -234,19 +232,6 @@ def planned_writes(ws: Workspace, answer: dict[str, Any], *, merge_partial: bool
         if write.path.endswith(".py"):
             _check_python(write, before.get(write.path))
     return list(pending.values())
-
-
-def _unfenced(path: str, text: str, where: str, notes: list[str]) -> str:
-    """`text` without a Markdown fence wrapped around all of it, in a file that is not prose.
-
-    Small models giving files whole (in JSON, or a Lua long string) may wrap every file's content in
-    a ```python fence; kept, the file would not compile and would be refused.
-    """
-    m = _WRAPPING_FENCE.fullmatch(text)
-    if m is None or path.lower().endswith(_PROSE_SUFFIXES) or re.search(r"(^|\n)```", m.group(1)):
-        return text
-    notes.append(f"{where}: the ``` fence around the content of {path} was dropped")
-    return m.group(1)
 
 
 def _top_definitions(source: str) -> list[str] | None:
