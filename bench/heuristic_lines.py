@@ -6,8 +6,18 @@
 Read from the code as it is, so the figure follows every change:
 - **strategies**: each named repair or fallback (`agent/answering/strategies.py`) where it is
   gated: a function that returns early when `enabled(ctx, NAME)` is off counts whole; otherwise the
-  statements that consult `enabled`/`applied` for it (an `if`'s body with its test, or the one
-  statement), each under the names it consults;
+  statements a gate decides: an `if` whose test consults `enabled`/`applied` for it (its test and
+  body; an `elif` or `else` is read alike), or else the innermost statement that consults one, each
+  under the names it consults. A gate is followed where it goes:
+  1. a name in a function assigned a switch (`mend = enabled(ctx, NAME)`, `fresh = stuck and
+     enabled(...)`) or a value a switch chooses (`merged = f() if merge_partial else None`) is a gate
+     in that function, and counts where it is used as `enabled(...)` would;
+  2. a switch (a gate call or name, alone or in `not`/`and`/`or`) passed to a function of agent/, by
+     keyword or by position, makes the parameter a gate inside it (the function found by the name
+     called, `f(...)` or `x.f(...)`): `planned_writes(..., merge_partial=enabled(ctx, NAME))` counts
+     the `if merge_partial` bodies of `planned_writes`. A gate in the arguments of a call of agent/'s
+     functions counts there, not at the call; one given to anything else (`ModelRequest(stop_loops=
+     enabled(...))`) counts at the call;
 - **helpers**: a function, class or module constant used only from such lines (or from other
   helpers) counts whole, under the strategy that uses it most: it exists for the strategy;
 - **modules**: the modules whose whole job is to make up for a model's slips (`MODULES`, each with
@@ -58,46 +68,152 @@ def _names_in(node: ast.AST) -> set[str]:
     return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in STRATEGIES}
 
 
-def _gated_names(node: ast.AST, fn: ast.AST | None = None) -> set[str]:
-    """The strategies `node`'s gates consult; a gate naming a variable (`enabled(ctx, name)`) consults
-    every strategy named in its function."""
-    out: set[str] = set()
-    for c in ast.walk(node):
-        if isinstance(c, ast.Call) and getattr(c.func, "id", None) in _GATES and len(c.args) > 1:
-            out |= _names_in(c.args[1]) or (_names_in(fn) if fn is not None and isinstance(c.args[1], ast.Name) else set())
-    return out
-
-
 def _span(node: ast.AST) -> set[int]:
     return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))  # type: ignore[attr-defined]
 
 
-def _early_exit(stmt: ast.stmt, fn: ast.AST) -> bool:
-    """`if not enabled(ctx, NAME) ...: return`: the function is there for the strategy alone."""
-    return isinstance(stmt, ast.If) and any(isinstance(s, ast.Return) for s in stmt.body) and any(
-        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and _gated_names(n.operand, fn)
-        for n in ast.walk(stmt.test))
+def _is_gate(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", None) in _GATES
 
 
-def strategy_lines(path: Path) -> dict[str, set[int]]:
-    """Per strategy, the lines of `path` that implement its gate."""
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+class Scope:
+    """One function as the rules read it: the names in it that hold a gate, each with its strategies.
+
+    Rule 1: a name assigned a switch (a gate call or gate name, alone or in `not`, `and`, `or`:
+    `mend = enabled(ctx, NAME)`, `fresh = stuck and enabled(...)`) holds a gate; with `chosen`, so does
+    one assigned a value a switch chooses (`merged = f() if merge_partial else None`). `seeds`: the
+    parameters a caller passes a switch (rule 2, `passed_gates`). `callees`: the names of agent/'s
+    functions: a gate passed into a call of one counts in the callee, not where it is passed."""
+
+    def __init__(self, fn: ast.AST, seeds: dict[str, set[str]] | None = None,
+                 callees: frozenset[str] = frozenset(), chosen: bool = True) -> None:
+        self.fn, self.callees = fn, callees
+        self.gates = {name: set(names) for name, names in (seeds or {}).items()}
+        grown = True
+        while grown:
+            grown = False
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    value = node.value.test if chosen and isinstance(node.value, ast.IfExp) else node.value
+                    names = self.switch(value)
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Name) and names - self.gates.get(t.id, set()):
+                            self.gates.setdefault(t.id, set()).update(names)
+                            grown = True
+
+    def gated(self, node: ast.AST) -> set[str]:
+        """The strategies whose gates decide `node`: its `enabled`/`applied` calls (one naming a variable,
+        `enabled(ctx, name)`, consults every strategy its function names) and its gate names, except
+        in the arguments of a call of one of `callees`."""
+        if _is_gate(node):
+            arg = node.args[1] if len(node.args) > 1 else None  # type: ignore[attr-defined]
+            return _names_in(arg) or (_names_in(self.fn) if isinstance(arg, ast.Name) else set()) if arg else set()
+        if isinstance(node, ast.Name):
+            return set(self.gates.get(node.id, ()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in self.callees:
+            return self.gated(node.func)
+        return set().union(*(self.gated(c) for c in ast.iter_child_nodes(node)))
+
+    def switch(self, expr: ast.AST) -> set[str]:
+        """The strategies whose switch `expr`'s value is (a gate call or name, alone or in `not`, `and`, `or`)."""
+        if _is_gate(expr) or isinstance(expr, ast.Name):
+            return self.gated(expr)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            return self.switch(expr.operand)
+        if isinstance(expr, ast.BoolOp):
+            return set().union(*(self.switch(v) for v in expr.values))
+        return set()
+
+    def early_exit(self, stmt: ast.stmt) -> bool:
+        """`if not enabled(ctx, NAME) ...: return`: the function is there for the strategy alone."""
+        return isinstance(stmt, ast.If) and any(isinstance(s, ast.Return) for s in stmt.body) and any(
+            isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and self.gated(n.operand)
+            for n in ast.walk(stmt.test))
+
+
+def _bound(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, ast.expr]]:
+    """(parameter of `fn`, value) for each argument `call` gives it: by keyword, or by position (after
+    `self` or `cls` where a method is called on its object)."""
+    positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    named = set(positional) | {a.arg for a in fn.args.kwonlyargs}
+    given = [(p, a) for p, a in zip(positional, call.args, strict=False) if not isinstance(a, ast.Starred)]
+    return given + [(kw.arg, kw.value) for kw in call.keywords if kw.arg in named]
+
+
+def passed_gates(trees: dict[str, ast.Module]) -> dict[str, dict[int, dict[str, set[str]]]]:
+    """Rule 2: per file and function (by its `def`'s line), the parameters a call passes a switch to
+    (`merge_partial=enabled(ctx, NAME)`, or a name holding one, by keyword or by position), found by the
+    name called (`f(...)`, `x.f(...)`) among agent/'s functions. A value a gate only chose is not
+    followed: to the callee it is data."""
+    defs: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+    funcs = [(rel, fn) for rel, tree in trees.items() for fn in _functions(tree)]
+    for rel, fn in funcs:
+        defs.setdefault(fn.name, []).append((rel, fn))
+    gating = {id(fn) for _, fn in funcs if any(_is_gate(n) for n in ast.walk(fn))}
+    passed: dict[str, dict[int, dict[str, set[str]]]] = {}
+    grown = True
+    while grown:  # a parameter passed on again is followed too
+        grown = False
+        for rel, fn in funcs:
+            seeds = passed.get(rel, {}).get(fn.lineno)
+            if not seeds and id(fn) not in gating:
+                continue
+            scope = Scope(fn, seeds, chosen=False)
+            for call in (c for c in ast.walk(fn) if isinstance(c, ast.Call)):
+                for callee_rel, callee in defs.get(getattr(call.func, "id", getattr(call.func, "attr", "")), []):
+                    for param, value in _bound(call, callee):
+                        names = scope.switch(value)
+                        params = passed.setdefault(callee_rel, {}).setdefault(callee.lineno, {})
+                        if names - params.get(param, set()):
+                            params[param] = params.get(param, set()) | names
+                            grown = True
+    return passed
+
+
+def _inner(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements right inside `stmt` (its bodies, `else`, `finally`, handlers and cases)."""
+    out: list[ast.stmt] = []
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for c in getattr(stmt, field, None) or []:
+            out += [c] if isinstance(c, ast.stmt) else c.body
+    return out
+
+
+def _decided(stmt: ast.stmt, scope: Scope) -> list[tuple[set[str], set[int]]]:
+    """The lines of `stmt` a gate decides, with its strategies: an `if` a gate tests counts its test and
+    body (its `else` is read alike); else the innermost statements that consult a gate, each whole."""
+    if isinstance(stmt, ast.If) and scope.gated(stmt.test):
+        lines = set(range(stmt.lineno, (stmt.body[-1].end_lineno or stmt.lineno) + 1))
+        names = scope.gated(stmt.test).union(*(scope.gated(s) for s in stmt.body))
+        return [(names, lines)] + [part for s in stmt.orelse for part in _decided(s, scope)]
+    inner = [s for s in _inner(stmt) if scope.gated(s)]
+    if not inner:
+        return [(scope.gated(stmt), _span(stmt))] if scope.gated(stmt) else []
+    return [part for s in inner for part in _decided(s, scope)]
+
+
+def strategy_lines(path: Path, passed: dict[int, dict[str, set[str]]] | None = None,
+                   callees: frozenset[str] = frozenset()) -> dict[str, set[int]]:
+    """Per strategy, the lines of `path` that implement its gate. `passed`: its functions' parameters
+    that hold a gate (`passed_gates`, by the line of the `def`); `callees`: see `Scope`."""
     tree = ast.parse(path.read_text())
     out: dict[str, set[int]] = {}
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for fn in _functions(tree):
+        scope = Scope(fn, (passed or {}).get(fn.lineno), callees)
         for stmt in fn.body:
-            names = _gated_names(stmt, fn)
+            names = scope.gated(stmt)
             if not names:
                 continue
-            if _early_exit(stmt, fn) or (isinstance(stmt, ast.Return) and len(fn.body) <= 3):
+            if scope.early_exit(stmt) or (isinstance(stmt, ast.Return) and len(fn.body) <= 3):
                 parts = [(names, _span(fn))]
-            elif isinstance(stmt, ast.If) and _gated_names(stmt.test, fn):
-                parts = [(names, _span(stmt.test) | set().union(*(_span(s) for s in stmt.body)))]
-            else:  # the innermost statements that consult a gate, each under its own names
-                parts = [(_gated_names(s, fn), _span(s)) for s in ast.walk(stmt) if isinstance(s, ast.stmt)
-                         and _gated_names(s, fn) and not any(isinstance(c, ast.stmt) and c is not s
-                                                             and _gated_names(c, fn) for c in ast.walk(s))]
+            else:
+                parts = _decided(stmt, scope)
             for names_here, lines in parts:
                 for name in names_here:
                     out.setdefault(name, set()).update(lines)
@@ -154,7 +270,8 @@ def helper_lines(trees: dict[str, ast.Module], owned: dict[str, dict[int, str]])
     return owned
 
 
-def count() -> dict[str, object]:
+def owned_lines() -> tuple[dict[str, set[int]], dict[str, dict[int, str]]]:
+    """Per file of agent/, its lines of code, and its counted lines with their owner (a strategy or a module)."""
     trees: dict[str, ast.Module] = {}
     code: dict[str, set[int]] = {}
     owned: dict[str, dict[int, str]] = {}
@@ -163,13 +280,21 @@ def count() -> dict[str, object]:
         source = path.read_text()
         trees[rel] = ast.parse(source)
         code[rel] = _code_lines(trees[rel], source)
+    passed = passed_gates(trees)
+    callees = frozenset(fn.name for tree in trees.values() for fn in _functions(tree))
+    for rel in trees:
         if rel in MODULES:
-            owned[rel] = {line: rel for line in range(1, len(source.splitlines()) + 1)}
+            owned[rel] = {line: rel for line in range(1, len((ROOT / rel).read_text().splitlines()) + 1)}
             continue
-        for name, lines in sorted(strategy_lines(path).items()):
+        for name, lines in sorted(strategy_lines(ROOT / rel, passed.get(rel), callees).items()):
             for line in lines:
                 owned.setdefault(rel, {}).setdefault(line, name)
     helper_lines(trees, owned)
+    return code, owned
+
+
+def count() -> dict[str, object]:
+    code, owned = owned_lines()
     strategies: dict[str, int] = {}
     modules: dict[str, int] = {}
     for rel, lines in owned.items():
@@ -184,7 +309,7 @@ def count() -> dict[str, object]:
     return {"strategies": dict(sorted(strategies.items(), key=lambda kv: -kv[1])),
             "modules": {rel: modules.get(rel, 0) for rel in sorted(MODULES)},
             "heuristic_lines": total, "agent_code_lines": sum(len(c) for c in code.values()),
-            "heuristic_raw_lines": raw, "agent_raw_lines": sum(len((ROOT / rel).read_text().splitlines()) for rel in trees)}
+            "heuristic_raw_lines": raw, "agent_raw_lines": sum(len((ROOT / rel).read_text().splitlines()) for rel in code)}
 
 
 def main() -> int:
