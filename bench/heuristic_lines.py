@@ -92,17 +92,20 @@ class Scope:
     def __init__(self, fn: ast.AST, seeds: dict[str, set[str]] | None = None,
                  callees: frozenset[str] = frozenset(), chosen: bool = True) -> None:
         self.fn, self.callees = fn, callees
-        self.gates = {name: set(names) for name, names in (seeds or {}).items()}
+        self.switches = {name: set(names) for name, names in (seeds or {}).items()}  # names holding a switch
+        self.gates = {name: set(names) for name, names in (seeds or {}).items()}  # and those holding a choice
         grown = True
         while grown:
             grown = False
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                    value = node.value.test if chosen and isinstance(node.value, ast.IfExp) else node.value
-                    names = self.switch(value)
+                    switch = self.switch(node.value)
+                    choice = self.switch(node.value.test) if chosen and isinstance(node.value, ast.IfExp) else set()
                     for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                        if isinstance(t, ast.Name) and names - self.gates.get(t.id, set()):
-                            self.gates.setdefault(t.id, set()).update(names)
+                        if isinstance(t, ast.Name) and (switch - self.switches.get(t.id, set())
+                                                        or choice - self.gates.get(t.id, set())):
+                            self.switches.setdefault(t.id, set()).update(switch)
+                            self.gates.setdefault(t.id, set()).update(switch | choice)
                             grown = True
 
     def gated(self, node: ast.AST) -> set[str]:
@@ -113,15 +116,17 @@ class Scope:
             arg = node.args[1] if len(node.args) > 1 else None  # type: ignore[attr-defined]
             return _names_in(arg) or (_names_in(self.fn) if isinstance(arg, ast.Name) else set()) if arg else set()
         if isinstance(node, ast.Name):
-            return set(self.gates.get(node.id, ()))
+            return set(self.gates.get(node.id, ())) if isinstance(node.ctx, ast.Load) else set()
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in self.callees:
             return self.gated(node.func)
         return set().union(*(self.gated(c) for c in ast.iter_child_nodes(node)))
 
     def switch(self, expr: ast.AST) -> set[str]:
         """The strategies whose switch `expr`'s value is (a gate call or name, alone or in `not`, `and`, `or`)."""
-        if _is_gate(expr) or isinstance(expr, ast.Name):
+        if _is_gate(expr):
             return self.gated(expr)
+        if isinstance(expr, ast.Name):
+            return set(self.switches.get(expr.id, ()))
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             return self.switch(expr.operand)
         if isinstance(expr, ast.BoolOp):

@@ -48,3 +48,36 @@ def test_each_gated_statement_counts_under_its_own_name_and_a_helper_only_it_use
     h.helper_lines({"m.py": ast.parse(src)}, owned)
     assert {line for line, name in owned["m.py"].items() if name == "fresh_attempt"} == {3, 4, 10, 11}
     assert 14 not in owned["m.py"]  # `_shared` is used outside the gates too
+
+
+def test_a_gate_kept_in_a_name_counts_where_the_name_is_tested(tmp_path: Path) -> None:
+    h = load_bench("heuristic_lines.py")
+    src = tmp_path / "m.py"
+    src.write_text('def f(ctx, edits):\n    mend = enabled(ctx, "mend_spec_answer")\n    x = 1\n'
+                   '    if mend and edits:\n        # wrapped\n        x = 2\n    merged = g(x) if mend else None\n'
+                   '    if merged is not None:\n        x = merged\n    return x\n')
+    # rule 1: `mend` holds the switch, `merged` a value it chose; both count where they are tested
+    assert h.strategy_lines(src) == {"mend_spec_answer": {2, 4, 5, 6, 7, 8, 9}}
+
+
+def test_a_switch_passed_to_a_function_of_agent_counts_in_it_and_a_chosen_value_is_not_followed(
+        tmp_path: Path) -> None:
+    h = load_bench("heuristic_lines.py")
+    import ast
+    src = ('def caller(ctx, ws, files):\n    out = []\n    for f in files:\n'
+           '        out += write(ws, f, merge=enabled(ctx, "merge_partial_file"))\n    return out\n\n\n'
+           'def write(ws, f, *, merge=True):\n    text = f\n    if merge:\n        text = text + "!"\n    return text\n\n\n'
+           'def once(ctx, stuck, everything):\n    fresh = stuck and enabled(ctx, "fresh_attempt")\n'
+           '    shown = [] if fresh else everything\n    return prompt(ctx, fresh, shown)\n\n\n'
+           'def prompt(ctx, fresh, shown):\n    if fresh:\n        ctx.reset()\n    if shown:\n        ctx.show(shown)\n'
+           '    return ctx\n')
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    passed = h.passed_gates({"m.py": ast.parse(src)})
+    assert {line: {p: n for p, n in params.items() if n} for line, params in passed["m.py"].items()} == {
+        8: {"merge": {"merge_partial_file"}}, 21: {"fresh": {"fresh_attempt"}}}  # by keyword, by position
+    callees = frozenset({"caller", "write", "once", "prompt"})
+    # the call that passes the switch counts in the callee, not at the call; `shown`, a value the
+    # switch chose, is data to `prompt`
+    assert h.strategy_lines(path, passed["m.py"], callees) == {"merge_partial_file": {10, 11},
+                                                               "fresh_attempt": {16, 17, 22, 23}}
