@@ -15,13 +15,17 @@ Read from the code as it is, so the figure follows every change:
   2. a switch (a gate call or name, alone or in `not`/`and`/`or`) passed to a function of agent/, by
      keyword or by position, makes the parameter a gate inside it (the function found by the name
      called, `f(...)` or `x.f(...)`): `planned_writes(..., merge_partial=enabled(ctx, NAME))` counts
-     the `if merge_partial` bodies of `planned_writes`. A gate in the arguments of a call of agent/'s
+     the `if merge_partial` bodies of `planned_writes`. A value a switch only chose is not followed
+     (to the callee it is data), nor a dataclass field. A gate in the arguments of a call of agent/'s
      functions counts there, not at the call; one given to anything else (`ModelRequest(stop_loops=
      enabled(...))`) counts at the call;
 - **helpers**: a function, class or module constant used only from such lines (or from other
   helpers) counts whole, under the strategy that uses it most: it exists for the strategy;
 - **modules**: the modules whose whole job is to make up for a model's slips (`MODULES`, each with
-  why); a strategy's lines inside one count once, under the module.
+  why); a strategy's lines inside one count once, under the module;
+- **unswitched**: the pieces that make up for a slip with no strategy to switch them off
+  (`UNSWITCHED`, by file and name, each with why), each whole with what only it uses.
+The total is the three parts together.
 Lines are lines of code: no blank lines, comments or docstrings; a second total counts raw lines (the
 counted functions and modules whole, with their docstrings, comments and blank lines).
 """
@@ -48,6 +52,40 @@ MODULES = {
     "agent/roles/verdicts.py": "keeps a review's or spec answer's verdict on the same code",
     "agent/roles/test_ledger.py": "takes out the model's own failing tests",
     "agent/models/stops.py": "ends a reply where it would begin a project test file",
+}
+# Heuristic pieces that no strategy switches off, as "file:name" (a function, method or module
+# constant), each with the slip it makes up for. A name only; the lines of one inside a function that
+# does the job too cannot be listed here.
+UNSWITCHED = {
+    "agent/edits/changes.py:shrink_reason": "refuses a file replaced by a stub (most of its lines, its tests, a "
+                                            "class or most definitions gone)",
+    "agent/edits/changes.py:_lost_definitions": "finds the definitions a whole file left out (merged back, or the "
+                                                "file refused when none is left)",
+    "agent/edits/changes.py:unchanged_code": "takes a change that only lays the code out anew (a function quoted "
+                                             "back as it was) as no change",
+    "agent/edits/changes.py:_unfenced": "drops a ``` fence wrapped around a whole file's content",
+    "agent/edits/changes.py:_NEAREST_LINE_RATIO": "names the nearest line when an edit's old text is miscopied",
+    "agent/answering/fenced_files.py:_fenced_path": "reads a path fenced on its own as if it were a file",
+    "agent/answering/fenced_files.py:_COMMENT_PATH": "reads a path written as a block's first comment line",
+    "agent/answering/fenced_files.py:open_file": "names the file a cut reply left open",
+    "agent/answering/lua_files.py:open_lua_file": "names the file a cut reply left open (the Lua form)",
+    "agent/answering/loop.py:cap_tokens": "halves max_tokens after a reply that looped to its limit",
+    "agent/roles/builder_rounds.py:_cut_off": "tells a reply cut inside a file (looping, or at the length limit) "
+                                              "that the file was lost",
+    "agent/roles/builder_rounds.py:_progressed": "tells a round that moved no test forward, so the next is varied",
+    "agent/roles/builder_rounds.py:_temperature": "the temperature schedule: at a low one the same reply comes back",
+    "agent/roles/builder.py:_about_prose": "judges by the goal's words (`_PROSE_GOAL`) whether a change may leave "
+                                           "behaviour as it was",
+    "agent/roles/spec_maintainer.py:_as_body": "takes a section's own heading off its content, and sinks its "
+                                               "top-level headings",
+    "agent/plans/lint.py:UNKNOWN_GLOBAL": "lets sameness.py see the same error under another name",
+    "agent/plans/grammar.py:_PYTHON_NAMES": "keeps Python's names out of a plan's variables, steering to Lua's",
+    "agent/plans/grammar_lexical.py:_GLUED_STARTS": "no name begins with `return` or `function` glued to a word",
+    "agent/plans/grammar_lexical.py:_HEAD_COMMENT_CHARS": "room for a plan's first comment, where small models "
+                                                          "restate the goal",
+    "agent/plans/grammar_code.py:_BLOCK_STATEMENTS": "bounds a block, leading a looping model to `return`",
+    "agent/plans/grammar_code.py:_OPERATORS": "bounds an expression (a model chained `x == x == ...`)",
+    "agent/plans/grammar_code.py:_DEPTH": "bounds nesting (a looping model nests `if` ever deeper)",
 }
 _GATES = ("enabled", "applied")
 
@@ -147,7 +185,11 @@ def _bound(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[t
     if isinstance(call.func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
         positional = positional[1:]
     named = set(positional) | {a.arg for a in fn.args.kwonlyargs}
-    given = [(p, a) for p, a in zip(positional, call.args, strict=False) if not isinstance(a, ast.Starred)]
+    given = []
+    for param, arg in zip(positional, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break  # past `*args` the positions are unknown
+        given.append((param, arg))
     return given + [(kw.arg, kw.value) for kw in call.keywords if kw.arg in named]
 
 
@@ -275,8 +317,19 @@ def helper_lines(trees: dict[str, ast.Module], owned: dict[str, dict[int, str]])
     return owned
 
 
+def unswitched_lines(trees: dict[str, ast.Module]) -> dict[str, set[int]]:
+    """Per entry of `UNSWITCHED`, the lines of its definition ({} for one not in the code)."""
+    out: dict[str, set[int]] = {}
+    for piece in UNSWITCHED:
+        rel, _, name = piece.partition(":")
+        out[piece] = set().union(*(_span(node) for n, node in _definitions(trees[rel]) if n == name)) \
+            if rel in trees else set()
+    return out
+
+
 def owned_lines() -> tuple[dict[str, set[int]], dict[str, dict[int, str]]]:
-    """Per file of agent/, its lines of code, and its counted lines with their owner (a strategy or a module)."""
+    """Per file of agent/, its lines of code, and its counted lines with their owner (a strategy, a module
+    or an unswitched piece)."""
     trees: dict[str, ast.Module] = {}
     code: dict[str, set[int]] = {}
     owned: dict[str, dict[int, str]] = {}
@@ -294,27 +347,32 @@ def owned_lines() -> tuple[dict[str, set[int]], dict[str, dict[int, str]]]:
         for name, lines in sorted(strategy_lines(ROOT / rel, passed.get(rel), callees).items()):
             for line in lines:
                 owned.setdefault(rel, {}).setdefault(line, name)
+    for piece, lines in unswitched_lines(trees).items():
+        for line in lines:
+            owned.setdefault(piece.partition(":")[0], {}).setdefault(line, piece)
     helper_lines(trees, owned)
     return code, owned
 
 
 def count() -> dict[str, object]:
     code, owned = owned_lines()
-    strategies: dict[str, int] = {}
-    modules: dict[str, int] = {}
+    parts: dict[str, dict[str, int]] = {"strategies": {}, "modules": {}, "unswitched": {}}
+    raw = dict.fromkeys(parts, 0)
     for rel, lines in owned.items():
         for line, owner in lines.items():
+            part = "modules" if owner in MODULES else "unswitched" if owner in UNSWITCHED else "strategies"
+            raw[part] += 1
             if line in code[rel]:
-                bucket = modules if owner in MODULES else strategies
-                bucket[owner] = bucket.get(owner, 0) + 1
-    total = sum(strategies.values()) + sum(modules.values())
+                parts[part][owner] = parts[part].get(owner, 0) + 1
     # Raw lines (docstrings, comments and blank lines inside the counted code too): the unit of the
     # issue's first estimate, "~2.9k of 23.5k lines".
-    raw = sum(len(lines) for lines in owned.values())
-    return {"strategies": dict(sorted(strategies.items(), key=lambda kv: -kv[1])),
-            "modules": {rel: modules.get(rel, 0) for rel in sorted(MODULES)},
-            "heuristic_lines": total, "agent_code_lines": sum(len(c) for c in code.values()),
-            "heuristic_raw_lines": raw, "agent_raw_lines": sum(len((ROOT / rel).read_text().splitlines()) for rel in code)}
+    return {"strategies": dict(sorted(parts["strategies"].items(), key=lambda kv: -kv[1])),
+            "modules": {rel: parts["modules"].get(rel, 0) for rel in sorted(MODULES)},
+            "unswitched": {piece: parts["unswitched"].get(piece, 0) for piece in UNSWITCHED},
+            "heuristic_lines": sum(sum(counts.values()) for counts in parts.values()),
+            "agent_code_lines": sum(len(c) for c in code.values()),
+            "heuristic_raw_lines": sum(raw.values()), "heuristic_raw_by_part": raw,
+            "agent_raw_lines": sum(len((ROOT / rel).read_text().splitlines()) for rel in code)}
 
 
 def main() -> int:
@@ -331,6 +389,12 @@ def main() -> int:
     print("\n| module | lines | why |\n|---|---|---|")
     for rel, n in figures["modules"].items():  # type: ignore[attr-defined]
         print(f"| {rel} (and what only it uses) | {n} | {MODULES[rel]} |")
+    print("\n| unswitched piece | lines | why |\n|---|---|---|")
+    for piece, n in figures["unswitched"].items():  # type: ignore[attr-defined]
+        print(f"| {piece} (and what only it uses) | {n} | {UNSWITCHED[piece]} |")
+    print("\n| part | lines | raw |\n|---|---|---|")
+    for part, raw in figures["heuristic_raw_by_part"].items():  # type: ignore[attr-defined]
+        print(f"| {part} | {sum(figures[part].values())} | {raw} |")  # type: ignore[attr-defined]
     print(f"\nheuristic lines of code: {figures['heuristic_lines']} of {figures['agent_code_lines']} in agent/")
     print(f"heuristic lines, raw: {figures['heuristic_raw_lines']} of {figures['agent_raw_lines']} in agent/")
     return 0

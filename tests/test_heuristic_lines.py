@@ -16,8 +16,11 @@ def test_the_count_adds_up_and_names_every_listed_module() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "bench/heuristic_lines.py"), "--json"], capture_output=True,
                          text=True, check=True)
     figures = json.loads(out.stdout)
-    assert figures["heuristic_lines"] == sum(figures["strategies"].values()) + sum(figures["modules"].values())
+    parts = ("strategies", "modules", "unswitched")
+    assert figures["heuristic_lines"] == sum(sum(figures[part].values()) for part in parts)
+    assert figures["heuristic_raw_lines"] == sum(figures["heuristic_raw_by_part"][part] for part in parts)
     assert set(figures["modules"]) == set(load_bench("heuristic_lines.py").MODULES)
+    assert set(figures["unswitched"]) == set(load_bench("heuristic_lines.py").UNSWITCHED)
     assert 0 < figures["heuristic_lines"] < figures["agent_code_lines"]
     # raw lines hold the code lines and the docstrings, comments and blank lines around them
     assert figures["heuristic_lines"] < figures["heuristic_raw_lines"] < figures["agent_raw_lines"]
@@ -81,3 +84,12 @@ def test_a_switch_passed_to_a_function_of_agent_counts_in_it_and_a_chosen_value_
     # switch chose, is data to `prompt`
     assert h.strategy_lines(path, passed["m.py"], callees) == {"merge_partial_file": {10, 11},
                                                                "fresh_attempt": {16, 17, 22, 23}}
+
+
+def test_every_unswitched_piece_is_in_the_code() -> None:
+    """The table stays true: an entry whose definition is gone (or renamed) fails here, not silently at 0."""
+    import ast
+    h = load_bench("heuristic_lines.py")
+    trees = {rel: ast.parse((ROOT / rel).read_text()) for rel in {p.partition(":")[0] for p in h.UNSWITCHED}
+             if (ROOT / rel).is_file()}
+    assert [piece for piece, lines in h.unswitched_lines(trees).items() if not lines] == []
