@@ -63,9 +63,7 @@ UNSWITCHED = {
                                                 "file refused when none is left)",
     "agent/edits/changes.py:unchanged_code": "takes a change that only lays the code out anew (a function quoted "
                                              "back as it was) as no change",
-    "agent/edits/changes.py:_unfenced": "drops a ``` fence wrapped around a whole file's content",
     "agent/edits/changes.py:_NEAREST_LINE_RATIO": "names the nearest line when an edit's old text is miscopied",
-    "agent/answering/fenced_files.py:_fenced_path": "reads a path fenced on its own as if it were a file",
     "agent/answering/fenced_files.py:_COMMENT_PATH": "reads a path written as a block's first comment line",
     "agent/answering/fenced_files.py:open_file": "names the file a cut reply left open",
     "agent/answering/lua_files.py:open_lua_file": "names the file a cut reply left open (the Lua form)",
