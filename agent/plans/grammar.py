@@ -7,22 +7,20 @@ for sampling, not the validator: whatever it lets through still goes through `ch
 `load` plus the lint) before it runs.
 
 The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
-- the reply is a ```lua fence (after at most three short prose lines) or a bare chunk;
+- the reply is a ```lua fence or a bare chunk;
 - the chunk: one `function run(context) ... end` whose every `return` is a table shaped like the
   answer (keys, value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
-  no helper functions, so no call of a bare name but the builtins (a name the plan made up, like
-  `require_path(...)`, is not a function it can call);
+  no helper functions;
 - statements: `local`, single assignment, calls, if/elseif/else, numeric and generic `for`
   (ipairs, pairs, gmatch), while, repeat, `break` inside loops;
 - expressions: short strings with Lua escapes, long strings `[[...]]` / `[==[...]==]`, numbers,
   nil/true/false, table constructors (`k = v`, `[e] = v`, positional), field/index/method access,
-  calls of `tools.<allowed tool>`, of allow-listed `string`/`table`/`math` functions and builtins,
-  Lua operators (`..`, `~=`, `and`/`or`/`not`, `#`).
+  calls of `tools.<allowed tool>`, of allow-listed `string`/`table`/`math` functions, builtins and
+  values, Lua operators (`..`, `~=`, `and`/`or`/`not`, `#`).
 Every accepted text that `find_lua_plan` extracts compiles with Lua 5.4 (proven by a sampling
 test): keywords are never names, `--` never starts by accident (`a--b`), a number is never glued
 to `..`, `[[` never opens by accident (`t[ [[x]] ]`), and no string or comment holds "```", which
-would cut the fence. Names, whitespace runs, statements per block and prose are bounded, so a
-model that loops is led to the end of the plan instead of filling its token budget.
+would cut the fence.
 
 This module assembles the grammar for a role; its pieces are built by `grammar_lexical` (tokens),
 `grammar_code` (expressions and statements) and `grammar_answer` (the answer table), on the rule
@@ -57,30 +55,18 @@ __all__ = ["plan_grammar", "STRING_FUNCTIONS", "TABLE_FUNCTIONS", "MATH_FUNCTION
 # Never a variable name: keywords would not compile; forbidden globals, library tables and tool names
 # as bare names are exactly the mistakes the lint rejects (`os.execute`, `write(...)`, `string.dump`);
 # library tables and builtins are reached through their own rules (only allow-listed functions).
-# Python's and JSON's constants and Python builtins are names in Lua: excluded so that a model is
-# steered to nil/true/false, `#`, tostring, tonumber, ipairs instead of unknown globals.
-_PYTHON_NAMES = frozenset({"None", "True", "False", "null", "len", "str", "int", "float", "range", "open",
-                           "isinstance", "enumerate", "sorted", "dict", "repr"})
-RESERVED_NAMES: frozenset[str] = frozenset(KEYWORDS | FORBIDDEN | (ALLOWED_GLOBALS - {"context"}) | set(TOOL_NAMES)
-                                           | _PYTHON_NAMES)
-
-_PROSE_LINES = 3      # prose lines allowed before the ```lua fence
-_PROSE_CHARS = 240
+RESERVED_NAMES: frozenset[str] = frozenset(KEYWORDS | FORBIDDEN | (ALLOWED_GLOBALS - {"context"}) | set(TOOL_NAMES))
 
 
 # -- the chunk --------------------------------------------------------------------------------
 def _chunk(g: PlanRules) -> None:
-    prose = g.add("prose", f'[^`\\n]{{1,{_PROSE_CHARS}}} "\\n"')
     # Exactly `function run(`: what find_lua_plan looks for in a bare chunk (a comment in between
-    # would hide it), and no room for a run of spaces.
+    # would hide it).
     g.add("rundef", '"function run(" ws name ws ")" block-run sp "end"')
-    # Nothing before `run` but a comment: nothing that runs (a model otherwise writes its whole
-    # program at the top level and never reaches `run`), no constants (a top-level `local x = ...`
-    # marks a plan that has lost its way) and no helpers (models held to the grammar do not write
-    # them; without them a call of a bare name is always a mistake, and the grammar can refuse it).
-    g.add("chunk", "headcomment? ws rundef ws")
-    g.add("root", f'{prose}{{0,{_PROSE_LINES}}} "\\n"{{0,2}} "```lua\\n" chunk "\\n```" | chunk')
-
+    # The plan is `run` alone (the subset has no top-level code and no helper functions), after
+    # a comment at most: there no token comes before `--` that it could glue to.
+    g.add("chunk", "comment? ws rundef ws")
+    g.add("root", '"```lua\\n" chunk "\\n```" | chunk')
 
 
 @functools.lru_cache(maxsize=32)

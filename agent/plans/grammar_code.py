@@ -1,9 +1,7 @@
 """The plan grammar's Lua code: expressions and statements of the subset a plan may write.
 
-Calls are only of `tools.<allowed tool>`, allow-listed library functions and builtins (a bare
-name is a value, never called: plans define no functions); operator chains, statements per block
-and nesting depth are bounded so that a looping model is led to `run`'s `return`, whose table is
-the answer rule (`grammar_answer`).
+The library is reached only through `tools.<allowed tool>`, allow-listed library functions and
+builtins; every `return` in `run` is the answer rule (`grammar_answer`).
 """
 
 from __future__ import annotations
@@ -27,11 +25,6 @@ MATH_CONSTANTS: tuple[str, ...] = ("huge", "pi", "maxinteger", "mininteger")
 BUILTIN_FUNCTIONS: tuple[str, ...] = ("assert", "error", "ipairs", "next", "pairs", "print", "select", "tonumber",
                                       "tostring", "type")
 
-_WS_SAME_LINE = 8     # spaces or tabs before an assignment's `=`
-_BLOCK_STATEMENTS = 40  # per block: a model repeating one line is made to reach its `return`
-_OPERATORS = 16       # binary operators in one expression (nested parentheses start afresh)
-_DEPTH = 5            # blocks nested in blocks (run's body is depth 0)
-
 
 # -- expressions ------------------------------------------------------------------------------
 def _tool_call(g: PlanRules, spec: ToolSpec) -> str:
@@ -46,10 +39,7 @@ def _tool_call(g: PlanRules, spec: ToolSpec) -> str:
         opts: str | None = "table"
     elif spec.options:
         key = g.add(f"{base}-opt", f"{_alt([_lit(o) for o in spec.options])} ws \"=\" ws expr")
-        # As many entries as there are options: otherwise a looping model may repeat
-        # `replace_all = true, ` in an edit's options until its stream is stopped.
-        more = f"(ws fsep ws {key}){{0,{len(spec.options) - 1}}}"
-        opts = g.add(f"{base}-opts", f'"{{" ws ({key} {more} (ws fsep)? ws)? "}}"')
+        opts = g.add(f"{base}-opts", f'"{{" ws ({key} (ws fsep ws {key})* (ws fsep)? ws)? "}}"')
     else:
         opts = None
 
@@ -63,8 +53,7 @@ def _tool_call(g: PlanRules, spec: ToolSpec) -> str:
     named_keys = [*spec.params, *spec.options]
     if named_keys:
         key = g.add(f"{base}-named-field", f"{_alt([_lit(k) for k in named_keys])} ws \"=\" ws expr")
-        more = f"(ws fsep ws {key}){{0,{len(named_keys) - 1}}}"
-        forms.append(g.add(f"{base}-named", f'"{{" ws {key} {more} (ws fsep)? ws "}}"'))
+        forms.append(g.add(f"{base}-named", f'"{{" ws {key} (ws fsep ws {key})* (ws fsep)? ws "}}"'))
     if not forms:
         return g.add(base, f'"tools.{spec.name}()"')
     body = _alt(forms)
@@ -82,15 +71,10 @@ def expression_rules(g: PlanRules, specs: Sequence[ToolSpec]) -> None:
     g.add("libcall", " | ".join(calls))
     g.add("args", '"(" ws (explist ws)? ")"')
     g.add("explist", 'expr (ws "," ws expr)*')
-    g.add("acc", '"." field | "[" ws exprnl ws "]"')
+    g.add("acc", '"." ident | "[" ws exprnl ws "]"')
     g.add("meth", f'":" {_alt([_lit(f) for f in STRING_FUNCTIONS])} args')
-    # No call right after a field or index (`x.y(...)`): tool results are data, and that is how
-    # small models write `file.read()`, `lines.append()`, `path.endswith()`, `context.tools.nope()`.
-    g.add("pt-c", '"" | (args | meth) pt-c | acc pt-a')
-    g.add("pt-a", '"" | meth pt-c | acc pt-a')
-    # A bare name is a value, never called (the plan defines no functions): a call of a made-up
-    # `require_path("stats")` would otherwise reach the lint only after the whole reply.
-    g.add("pexp", f'name pt-a | ("(" ws expr ws ")" | libcall) pt-c | "math." {_alt([_lit(c) for c in MATH_CONSTANTS])}')
+    g.add("pt", '"" | (args | meth | acc) pt')
+    g.add("pexp", f'(name | "(" ws expr ws ")" | libcall) pt | "math." {_alt([_lit(c) for c in MATH_CONSTANTS])}')
     g.add("fsep", '"," | ";"')
     g.add("tfield", 'ident ws "=" ws expr | "[" ws exprnl ws "]" ws "=" ws expr | expr')
     g.add("table", '"{" ws (tfield (ws fsep ws tfield)* (ws fsep)? ws)? "}"')
@@ -104,23 +88,13 @@ def expression_rules(g: PlanRules, specs: Sequence[ToolSpec]) -> None:
     for suffix, operand in (("", "opnd"), ("-nl", "opnd-nl"), ("-nt", "opnd-nt")):
         g.add(f"unit-o{suffix}", f'"-" unit-o-nm | {operand} | "not" sp unit-o | "#" ws unit-o')
     g.add("unit-o-nm", 'opnd | "not" sp unit-o | "#" ws unit-o')
-    # An operand, then up to _OPERATORS binary operators each with its operand; the count is the
-    # level k of the rules (a model once chained `x == x == x ...` until its budget ran out).
+    # An operand, then binary operators each with its operand.
     symops = _alt([_lit(o) for o in ["+", "*", "/", "//", "%", "^", "==", "~=", "<=", ">=", "<", ">"]])
-    for k in range(_OPERATORS + 1):
-        tail_n, tail_o = (f"tail-n{k}", f"tail-o{k}") if k < _OPERATORS else ("tail-n", "tail-o")
-        expr, expr_nm = (f"expr{k}", f"expr-nm{k}") if k < _OPERATORS else ("expr", "expr-nm")
-        g.add(expr, f"unit-n {tail_n} | unit-o {tail_o}")
-        g.add(expr_nm, f"unit-n-nm {tail_n} | unit-o-nm {tail_o}")   # right after a binary `-`: `a--b` is a comment
-        if k == 0:
-            g.add(tail_n, '""')
-            g.add(tail_o, '""')
-            continue
-        binop = f"binop{k}"
-        g.add(binop, f'ws {symops} ws expr{k - 1} | ws "-" (sp expr{k - 1} | expr-nm{k - 1}) | '
-                     f'sp ("and" | "or") sp expr{k - 1}')
-        g.add(tail_n, f'"" | sp ".." ws expr{k - 1} | {binop}')      # `1..x` would not lex
-        g.add(tail_o, f'"" | ws ".." ws expr{k - 1} | {binop}')
+    g.add("expr", "unit-n tail-n | unit-o tail-o")
+    g.add("expr-nm", "unit-n-nm tail-n | unit-o-nm tail-o")   # right after a binary `-`: `a--b` is a comment
+    g.add("binop", f'ws {symops} ws expr | ws "-" (sp expr | expr-nm) | sp ("and" | "or") sp expr')
+    g.add("tail-n", '"" | sp ".." ws expr | binop')      # `1..x` would not lex
+    g.add("tail-o", '"" | ws ".." ws expr | binop')
     g.add("exprnl", "unit-n tail-n | unit-o-nl tail-o")
     g.add("sexpr", "unit-n tail-n | unit-o-nt tail-o")
     # Typed answer values: the literal forms of the JSON type, or any expression that starts with a
@@ -135,52 +109,29 @@ def expression_rules(g: PlanRules, specs: Sequence[ToolSpec]) -> None:
 def statement_rules(g: PlanRules, answer: str) -> None:
     """Blocks for `run` (every return is the answer), in and out of loops."""
     g.add("namelist", 'name (ws "," ws name)*')
-    # An assignment's `=` is on its target's line: otherwise `x  -- comment` then
-    # `= returnexpected_outputs` on the next line is a valid Lua assignment after a comment, which a
-    # looping model can repeat for a hundred lines.
-    g.add("eq", f'[ \\t]{{0,{_WS_SAME_LINE}}} "="')
-    g.add("local", '"local" sp namelist (eq ws explist)?')
-    # A call statement ends in a call, an assignment target in a field, index or bare name; as in
-    # expressions, no call right after a field or index. Both start with a name: one rule.
-    g.add("cs-n", "meth cs-c | acc cs-a")                   # after the name (never called)
-    g.add("cs-c", '"" | (args | meth) cs-c | acc cs-a')     # after a call
-    g.add("cs-a", "meth cs-c | acc cs-a")                   # after a field or index
-    g.add("as-n", '"" | meth as-c | acc as-a')
+    g.add("local", '"local" sp namelist (ws "=" ws explist)?')
+    # A call statement ends in a call, an assignment target in a field, index or bare name. Both
+    # start with a name: one rule. States: after a call (cs-c, as-c), after anything else (cs-a, as-a).
+    g.add("cs-c", '"" | (args | meth) cs-c | acc cs-a')
+    g.add("cs-a", "(args | meth) cs-c | acc cs-a")
+    g.add("as-a", '"" | (args | meth) as-c | acc as-a')
     g.add("as-c", "(args | meth) as-c | acc as-a")
-    g.add("as-a", '"" | meth as-c | acc as-a')
-    g.add("namestat", 'name (cs-n | as-n eq ws expr)')
+    g.add("namestat", 'name (cs-a | as-a ws "=" ws expr)')
     g.add("iter", '("ipairs" | "pairs") ws "(" ws expr ws ")" | "string.gmatch" args | name ":gmatch" args')
     g.add("ret-r", f'"return" sp {answer}')
-    # Blocks are numbered by depth: below _DEPTH only simple statements (a looping model may nest
-    # `if context.x == ... then` checks ever deeper until its budget runs out).
-    for kind in ("r",):
-        for loop in (0, 1):
-            for depth in range(_DEPTH + 1):
-                stat, block = f"stat-{kind}{loop}-d{depth}", f"block-{kind}{loop}-d{depth}"
-                alts = ["local", "namestat", "libcall cs-c"]
-                if depth < _DEPTH:
-                    same, inner = f"block-{kind}{loop}-d{depth + 1}", f"block-{kind}1-d{depth + 1}"
-                    alts += [f'"if" sp expr sp "then" {same} (sp "elseif" sp expr sp "then" {same})* '
-                             f'(sp "else" {same})? sp "end"',
-                             f'"for" sp name ws "=" ws expr ws "," ws expr (ws "," ws expr)? sp "do" {inner} sp "end"',
-                             f'"for" sp namelist sp "in" sp iter sp "do" {inner} sp "end"',
-                             f'"while" sp expr sp "do" {inner} sp "end"',
-                             f'"repeat" {inner} sp "until" sp expr']
-                if loop:
-                    alts.append('"break"')
-                g.add(stat, " | ".join(alts))
-                g.add(block, f"(sp {stat}){{0,{_BLOCK_STATEMENTS}}} (sp ret-{kind})?")
+    for loop in (0, 1):                     # in a loop, `break` is a statement too
+        stat, block = f"stat-{loop}", f"block-{loop}"
+        alts = ["local", "namestat", "libcall cs-c",
+                f'"if" sp expr sp "then" {block} (sp "elseif" sp expr sp "then" {block})* (sp "else" {block})? sp "end"',
+                '"for" sp name ws "=" ws expr ws "," ws expr (ws "," ws expr)? sp "do" block-1 sp "end"',
+                '"for" sp namelist sp "in" sp iter sp "do" block-1 sp "end"',
+                '"while" sp expr sp "do" block-1 sp "end"',
+                '"repeat" block-1 sp "until" sp expr']
+        if loop:
+            alts.append('"break"')
+        g.add(stat, " | ".join(alts))
+        g.add(block, f"(sp {stat})* (sp ret-r)?")
     # `run` ends in its answer, or in an `if` whose every branch (an `else` included) ends in one:
-    # a model that wrote `if ok then return A else return B end` and closed `run` was otherwise
-    # held from `end` and wrote a name starting with it ("endlua"), then anything, to its limit.
-    for depth in range(_DEPTH + 1):
-        stats = f"(sp stat-r0-d{depth}){{0,{_BLOCK_STATEMENTS}}}"
-        if depth < _DEPTH:
-            inner = f"rblock-d{depth + 1}"
-            g.add(f"rif-d{depth}", f'"if" sp expr sp "then" {inner} (sp "elseif" sp expr sp "then" {inner})* '
-                                    f'sp "else" {inner} sp "end"')
-            g.add(f"rblock-d{depth}", f"{stats} sp (ret-r | rif-d{depth})")
-        else:
-            g.add(f"rblock-d{depth}", f"{stats} sp ret-r")
-    g.add("block-run", "rblock-d0")
-
+    # either way every path through `run` returns the answer.
+    g.add("rif", '"if" sp expr sp "then" block-run (sp "elseif" sp expr sp "then" block-run)* sp "else" block-run sp "end"')
+    g.add("block-run", "(sp stat-0)* sp (ret-r | rif)")

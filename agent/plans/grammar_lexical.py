@@ -1,10 +1,9 @@
-"""The plan grammar's tokens: names, strings, numbers, comments and whitespace, all bounded.
+"""The plan grammar's tokens: names, strings, numbers, comments and whitespace.
 
 Everything here guards how text lexes in Lua 5.4 inside a ```lua fence: keywords are never names,
-`--` never starts by accident, `[[` never opens by accident, no string or comment holds "```",
-and names, whitespace runs and comments are bounded so that a looping model cannot fill its
-token budget with one token. Names a plan must not use (reserved, or glued to a keyword) are left
-out of the `name` rule as a trie, which keeps the grammar deterministic for the sampler.
+`--` never starts by accident, `[[` never opens by accident, and no string or comment holds "```".
+Names a plan must not use (reserved) are left out of the `name` rule as a trie, which keeps the
+grammar deterministic for the sampler.
 """
 
 from __future__ import annotations
@@ -18,33 +17,22 @@ from agent.plans.lint import KEYWORDS
 
 __all__ = ["lexical_rules"]
 
-_WS_MAX = 48          # whitespace items between two tokens: room for indentation, no endless blank lines
-_NAME_TAIL = 31       # characters after a name's first one that leaves the reserved-word trie
-_COMMENTS = 6         # comment lines in one run of whitespace (plus one right after a token)
-_COMMENT_CHARS = 160
-_HEAD_COMMENT_CHARS = 480  # the plan's first line: small models restate the whole goal there
 _LONG_LEVELS = 4      # long strings [[...]] up to [====[...]====]
 _FENCE = "`"
-_CLOSERS = frozenset({"end", "else", "then", "until"})
-# A keyword glued to the next word is no name: `returnexpected_outputs` is a statement and a value
-# a small model meant, and it repeats such names instead of writing the keyword.
-_GLUED_STARTS = frozenset({"return", "function"})
 
 
 _ID_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ID_CHAR = _ID_START | frozenset("0123456789")
 
 
-def _names(g: Rules, rule: str, excluded: frozenset[str], banned_starts: frozenset[str] = frozenset()) -> None:
-    """`rule`: Lua identifiers except `excluded` and any starting with one of `banned_starts`, as a
-    trie of rules (deterministic for the sampler)."""
-    words = excluded | banned_starts
+def _names(g: Rules, rule: str, excluded: frozenset[str]) -> None:
+    """`rule`: Lua identifiers except `excluded`, as a trie of rules (deterministic for the sampler)."""
 
     def node(prefix: str) -> str:
         name = rule if not prefix else f"{rule}-x-{prefix.replace('_', '-').lower()}-{_case_tag(prefix)}"
         allowed = _ID_START if not prefix else _ID_CHAR
-        children = sorted({w[len(prefix)] for w in words if w.startswith(prefix) and len(w) > len(prefix)})
-        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children if prefix + c not in banned_starts]
+        children = sorted({w[len(prefix)] for w in excluded if w.startswith(prefix) and len(w) > len(prefix)})
+        alts = [f"{_lit(c)} {node(prefix + c)}" for c in children]
         rest = sorted(allowed - set(children))
         alts.append(f"{_cls(rest)} idtail")
         if prefix and prefix not in excluded:
@@ -76,55 +64,42 @@ def _long_string(g: Rules, level: int) -> str:
     """`[==[ ... ]==]`: any text (newlines, quotes, backslashes) up to the first closing bracket.
 
     States: how much of the closing bracket `]` `=`*level `]` the text ends with (k = 0..level+1,
-    `]` then k-1 `=`), times the backtick run (0..2), plus the start of a line. The text may not end
-    right after `]` and all the `=` of the level, since the closing bracket would then close one
-    character early. No line of the text starts with a backtick: a model that forgot the closing
-    bracket and reached for the reply's closing fence ("``" at a line's start, then prose to its
-    token limit) is held to the text's own end instead.
+    `]` then k-1 `=`), times the backtick run (0..2). The text may not end right after `]` and all
+    the `=` of the level, since the closing bracket would then close one character early.
     """
     eq = "=" * level
     close = "]" + eq + "]"
     full = level + 1                      # state: `]` plus every `=` seen; `]` now would close
-    line_start = f"ls{level}-nl"
 
     def state(k: int, b: int) -> str:
         return f"ls{level}-k{k}-b{b}"
 
-    # Reachable states: (0, b) after b backticks, (k, 0) inside a possible closing bracket, and the
-    # start of a line (as (0, 0), but no backtick).
-    for k, b in [(0, 0), (0, 1), (0, 2), *((k, 0) for k in range(1, full + 1)), (0, -1)]:
+    # Reachable states: (0, b) after b backticks, (k, 0) inside a possible closing bracket.
+    for k, b in [(0, 0), (0, 1), (0, 2), *((k, 0) for k in range(1, full + 1))]:
         alts = [] if k == full else [_lit(close)]
-        alts.append(f"{_cls(']=' + _FENCE + chr(10), negate=True)} {state(0, 0)}")
-        alts.append(f"{_lit(chr(10))} {line_start}")
-        if 0 <= b < 2:
+        alts.append(f"{_cls(']=' + _FENCE, negate=True)} {state(0, 0)}")
+        if b < 2:
             alts.append(f"{_lit(_FENCE)} {state(0, b + 1)}")
         if k != full:
             alts.append(f"{_lit(']')} {state(1, 0)}")
         alts.append(f"{_lit('=')} {state(k + 1 if 1 <= k < full else 0, 0)}")
-        g.add(line_start if b == -1 else state(k, b), " | ".join(alts))
+        g.add(state(k, b), " | ".join(alts))
     return g.add(f"lstr{level}", f"{_lit('[' + eq + '[')} {state(0, 0)}")
 
 
 def lexical_rules(g: Rules, name_excluded: frozenset[str]) -> None:
     """The token rules; `name` (a variable) is none of `name_excluded`."""
-    # One bounded line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a
-    # comment there too, and the rest would escape into code). A comment follows a whitespace
-    # character, so `a - --x` never becomes `a ---x`.
+    # One line; not `--[` (a long comment), no backtick (no "```"), no "\r" (Lua ends a comment
+    # there too, and the rest would escape into code). A comment follows a whitespace character,
+    # so `a - --x` never becomes `a ---x`.
     first, rest = _cls("\n\r`[", negate=True), _cls("\n\r`", negate=True)
-    g.add("comment", f'"--" ({first} {rest}{{0,{_COMMENT_CHARS - 1}}})? "\\n"')
-    g.add("headcomment", f'"--" ({first} {rest}{{0,{_HEAD_COMMENT_CHARS - 1}}})? "\\n"')
-    g.add("wsp", f"[ \\t\\n]{{0,{_WS_MAX}}}")
-    g.add("ws", f"wsp ([ \\t\\n] comment wsp){{0,{_COMMENTS}}}")
+    g.add("comment", f'"--" ({first} {rest}*)? "\\n"')
+    g.add("wsp", "[ \\t\\n]*")
+    g.add("ws", "wsp ([ \\t\\n] comment wsp)*")
     g.add("sp", "[ \\t\\n] comment? ws")
-    # Names are bounded: a small model once spent its whole budget on one ever-growing identifier.
-    g.add("idtail", f"[a-zA-Z0-9_]{{0,{_NAME_TAIL}}}")
-    # No variable starts with a word that closes a block: a model about to write `end` where the
-    # grammar wants a statement is steered to one, not into a name like `endlua`.
-    _names(g, "name", name_excluded, _CLOSERS | _GLUED_STARTS)
+    g.add("idtail", "[a-zA-Z0-9_]*")
+    _names(g, "name", name_excluded)
     _names(g, "ident", frozenset(KEYWORDS))
-    # A field is never `tools`: `context.tools.read_path(...)` is how a model reaches for a tool
-    # that does not exist, and the lint refuses it as an unknown tool.
-    _names(g, "field", frozenset(KEYWORDS | {"tools"}))
     g.add("num", '[0-9]+ ("." [0-9]+)? ([eE] [+\\x2D]? [0-9]+)? | "0" [xX] [0-9a-fA-F]+')
     escape = ('"\\\\" ([abfnrtv] | "\\\\" | "\\"" | "\'" | "x" [0-9a-fA-F]{2} | [01] [0-9] [0-9] | '
               '"2" [0-4] [0-9] | "25" [0-5] | "u{" [0-9a-fA-F]{1,6} "}")')

@@ -182,8 +182,6 @@ GOOD = [
     *[pytest.param(role, fenced(plan), id=f"e2e-{role}") for role, plan in E2E.items()],
     *[pytest.param(role, plan, id=f"e2e-{role}-bare") for role, plan in E2E.items()],
     pytest.param("builder", BUILDER_RICH, id="builder-rich-bare"),
-    pytest.param("builder", "I will add the function and its test.\nThen report.\n\n" + fenced(BUILDER_RICH),
-                 id="builder-rich-prose"),
     pytest.param("builder", fenced(BUILDER_INLINE), id="builder-inline-files"),
     pytest.param("reviewer", fenced(REVIEWER_RICH), id="reviewer-rich"),
 ]
@@ -222,8 +220,6 @@ INJECTED = [
     ("plus-equals", '  note += "!"'),
     ("not-equals", '  if note != "" then note = "x" end'),
     ("python-if", '  if note: note = "x"'),
-    ("python-none", "  local y = None"),
-    ("python-true", "  local y = True"),
     ("f-string", '  print(f"{note}")'),
     ("hash-comment", "  # a comment"),
     ("slash-comment", "  // a comment"),
@@ -240,12 +236,6 @@ INJECTED = [
     ("keyword-as-name", "  local end = 1"),
     ("unclosed-string", '  note = "abc'),
     ("newline-in-string", '  note = "a\nb"'),
-    ("unknown-module-call", '  local t = file.read("calc.py")'),
-    ("python-append", "  local xs = {}\n  xs.append(note)"),
-    ("python-method", '  local ok = note.endswith(".py")'),
-    ("tools-through-context", '  local t = context.tools.read("calc.py")'),
-    ("python-len", "  local n = len(note)"),
-    ("python-str", "  note = str(1)"),
 ]
 
 
@@ -258,18 +248,6 @@ def test_template_alone_is_accepted() -> None:
 @pytest.mark.parametrize("line", [pytest.param(line, id=name) for name, line in INJECTED])
 def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
     assert not grammar("builder").accepts(TEMPLATE.format(line=line))
-
-
-def test_an_assignments_equals_sign_is_on_its_targets_line() -> None:
-    # The 0.5B's spec plan (run gram17): `x  -- comment`, then `= returnexpected_outputs` on the next
-    # line, valid Lua, a hundred lines of it.
-    g = grammar("spec_maintainer")
-    answer = "  return {status = 'no_changes_needed', summary = note}"
-    def plan(lines: str) -> str:
-        return f'function run(context)\n  local note = "ok"\n{lines}\n{answer}\nend'
-    assert g.accepts(plan("  note = note .. '!'")) and g.accepts(plan("  local n  = 1 +\n    2"))
-    assert not g.accepts(plan("  note  -- the note\n  = note .. '!'"))
-    assert not g.accepts(plan("  local n\n  = 1"))
 
 
 @pytest.mark.parametrize(("role", "reply"), [
@@ -298,17 +276,11 @@ def test_an_assignments_equals_sign_is_on_its_targets_line() -> None:
     pytest.param("builder", fenced("local input = 'a.py'\nfunction run(c)\n  return {summary = input}\nend"),
                  id="top-level-constant"),
     pytest.param("builder", fenced("function run(c)\n  return {summary = 'x'}\nend\nrun({})"), id="code-after-run"),
-    # No helpers, so no call of a bare name: the 0.5B's made-up `require_path("stats")` (run gram9).
+    # No helper functions.
     pytest.param("builder", fenced("local function helper(x)\n  return x\nend\nfunction run(c)\n"
                                    "  return {summary = helper('x')}\nend"), id="helper-function"),
     pytest.param("builder", fenced("function run(c)\n  local function helper(x) return x end\n"
                                    "  return {summary = 'x'}\nend"), id="local-helper-in-run"),
-    pytest.param("builder", fenced("function run(c)\n  local stats = require_path('stats')\n"
-                                   "  return {summary = 'x'}\nend"), id="call-of-a-made-up-name"),
-    pytest.param("builder", fenced("function run(c)\n  check_file('a.py')\n  return {summary = 'x'}\nend"),
-                 id="call-statement-of-a-made-up-name"),
-    pytest.param("builder", fenced("function run(context)\n  local f = context.tools.read_path['a.py']\n"
-                                   "  return {summary = 'x'}\nend"), id="context-tools-field"),
     pytest.param("reviewer", fenced("function run(c)\n  return {status = 'approve', summary = 'x', findings = {}}\nend"),
                  id="status-not-in-enum"),
     pytest.param("reviewer", fenced("function run(c)\n  tools.write('a', 'b')\n"
@@ -440,9 +412,6 @@ def test_only_the_roles_tools_are_callable(role: str) -> None:
     ('tools.list("src")', True),
     ('tools.edit("a", "old", "new", {replace_all = true})', True),
     ('tools.edit("a", "old")', False),
-    # no more entries than options: the 0.5B wrote `replace_all = true, ` until stopped (gram15)
-    ('tools.edit("a", "old", "new", {replace_all = true, replace_all = true})', False),
-    ('tools.edit({path = "a", old = "o", new = "n", replace_all = true, path = "b"})', False),
     ('tools.grep("x", {globs = {"*.py"}, max_results = 5})', True),
     ('tools.call_llm("q", {anything = 1, tag = "t"})', True),  # call_llm forwards any option
     ('tools.run("ls -la", {timeout_ms = 1000})', True),
@@ -456,18 +425,12 @@ def test_tool_arguments_follow_the_registry(call: str, accepted: bool) -> None:
 
 def test_reserved_names_are_never_variables() -> None:
     g = grammar("builder")
-    closers = ("end", "else", "then", "until", "return", "function")
     for word in sorted(RESERVED_NAMES):
         assert not g.accepts(word, "name"), word
-        assert g.accepts(word + "_1", "name") is not (word + "_").startswith(closers), word
+        assert g.accepts(word + "_1", "name"), word
         assert g.accepts("q" + word, "name"), word
-    for word in ("endlua", "end_", "elseif2", "then_", "until_done"):   # a block closer never starts a name
-        assert not g.accepts(word, "name"), word
-    # nor a keyword glued to a word (`returnexpected_outputs`, `functionprompt`: the 0.5B, run gram17)
-    assert not g.accepts("returnexpected_outputs", "name") and not g.accepts("functionprompt", "name")
-    assert g.accepts("result", "name") and g.accepts("func", "name")
-    assert g.accepts("required", "name") and g.accepts("requirements", "name") and g.accepts("requires", "name")
-    for word in ("en", "the", "els", "unti", "ending_"[1:], "legend", "xend"):
+    assert g.accepts("result", "name") and g.accepts("func", "name") and g.accepts("required", "name")
+    for word in ("en", "endlua", "the", "els", "unti", "legend", "xend"):
         assert g.accepts(word, "name"), word
     for word in ("context", "files", "content", "path", "result", "ok", "i", "_", "Files", "src2"):
         assert g.accepts(word, "name"), word
@@ -523,8 +486,7 @@ def test_no_tools_means_no_tool_calls() -> None:
 # -- lexical corner cases, exhaustively over small alphabets ------------------------------------
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_long_strings_hold_any_text_up_to_their_closing_bracket(level: int) -> None:
-    """Accepted exactly when Lua reads the text back unchanged, it holds no ```, and no line of it
-    starts with a backtick (where a model that forgot `]]` reaches for the reply's closing fence)."""
+    """Accepted exactly when Lua reads the text back unchanged and it holds no ```."""
     g = grammar("builder")
     eq = "=" * level
     for n in range(6):
@@ -533,7 +495,7 @@ def test_long_strings_hold_any_text_up_to_their_closing_bracket(level: int) -> N
             text = f"[{eq}[{content}]{eq}]"
             value = lua_value(text)
             lua_reads_it = value is not None and value.decode() == content.removeprefix("\n")
-            expected = lua_reads_it and "```" not in content and "\n`" not in content
+            expected = lua_reads_it and "```" not in content
             assert g.accepts(text, "lstr") is expected, repr(text)
 
 
@@ -554,10 +516,8 @@ def test_short_string_escapes_are_luas_own() -> None:
     ("1 .. x", True), ("1..x", False), ("x..1", True), ("1.5 .. 'a'", True), ("0x1F .. ''", True),
     ("t[ [[x]] ]", False), ("t[1]", True), ("a and b", True), ("aandb", True),  # aandb is one name
     ("not x", True), ("notx", True), ("a ~= b", True), ("a != b", False), ("#t > 0", True),
-    ("a.b:upper()", True), ("a:dump()", False), ("f(x)(y)", False), ("(x).y", True), ("t.end", False),
-    ("a.b(1)", False), ("t[1](2)", False), ("t[1]:upper()", True), ("f(x).y", False), ("f(x).y(1)", False),
-        ("tostring(x)(y)", True), ("type(x).y", True), ("s:upper()", True),
-        ("context.tools", False), ("context.toolset", True), ("t.tools_used", True),
+    ("a.b:upper()", True), ("a:dump()", False), ("(x).y", True), ("t.end", False), ("t[1]:upper()", True),
+    ("tostring(x)(y)", True), ("type(x).y", True), ("s:upper()", True),
 ])
 def test_expressions_never_lex_differently(text: str, accepted: bool) -> None:
     """Exactly the token sequences that Lua reads the way the grammar means them."""
@@ -586,8 +546,8 @@ def test_every_sampled_text_is_a_plan_that_lua_compiles(role: str) -> None:
             lint_plan(source)                    # unknown names may remain; forbidden ones never
         except SandboxViolation as exc:
             raise AssertionError(f"{exc}: {source}") from None
-        except PlanInvalid as exc:             # an undeclared name: the lint's job, not the grammar's
-            assert "unknown global" in str(exc), exc
+        except PlanInvalid as exc:             # an undeclared name or tool: the lint's job, not the grammar's
+            assert "unknown global" in str(exc) or "unknown tool" in str(exc), exc
 
 
 def test_the_sampler_produces_what_the_matcher_accepts() -> None:
@@ -616,41 +576,25 @@ def test_grammar_text_is_llama_cpp_friendly() -> None:
                                            "MATH_CONSTANTS", "BUILTIN_FUNCTIONS", "RESERVED_NAMES"}
 
 
-def test_repetition_is_bounded() -> None:
-    """A model stuck repeating a line is made to reach its `return`; lists stop at maxItems."""
+def test_lists_stop_at_max_items() -> None:
     g = grammar("builder")
 
-    def plan(statements: int, files: int) -> str:
-        body = "".join("  n = n + 1\n" for _ in range(statements))
+    def plan(files: int) -> str:
         items = ", ".join("{path = 'a', content = ''}" for _ in range(files))
-        return f"function run(c)\n{body}  return {{summary = 'x', files = {{{items}}}}}\nend"
+        return f"function run(c)\n  return {{summary = 'x', files = {{{items}}}}}\nend"
 
-    assert g.accepts(plan(40, 50))
-    assert not g.accepts(plan(41, 1))
-    assert not g.accepts(plan(1, 51))          # the builder schema's maxItems
-    assert g.accepts("q" * 32, "name") and not g.accepts("q" * 33, "name")
+    assert g.accepts(plan(50))
+    assert not g.accepts(plan(51))             # the builder schema's maxItems
 
 
-def test_expressions_and_comments_are_bounded() -> None:
-    g = grammar("builder")
-    assert g.accepts(" == ".join(["x"] * 17), "expr")            # 16 operators
-    assert not g.accepts(" == ".join(["x"] * 18), "expr")
-    assert g.accepts("(" + " .. ".join(["x"] * 17) + ") .. " + " .. ".join(["x"] * 16), "expr")  # parentheses restart
-
-    def plan(comments: list[str]) -> str:
-        lines = "".join(f"  {c}\n" for c in comments)
-        return f"function run(c)\n  local n = 1\n{lines}  return {{summary = 'x'}}\nend"
-
-    assert g.accepts(plan(["-- fine"] * 6))
-    assert not g.accepts(plan(["-- again"] * 8))
-    assert g.accepts(plan(["-- " + "x" * 159]))                  # 160 characters after `--`
-    assert not g.accepts(plan(["-- " + "x" * 160]))
-    assert not g.accepts(plan(["-- uses `x`"]))                  # no backtick: "```" would end the fence
+def test_comments_hold_no_backtick() -> None:
+    plan = "function run(c)\n  local n = 1\n  {comment}\n  return {{summary = 'x'}}\nend"
+    assert grammar("builder").accepts(plan.format(comment="-- fine"))
+    assert not grammar("builder").accepts(plan.format(comment="-- uses `x`"))   # "```" would end the fence
 
 
 def test_run_may_end_in_an_if_whose_every_branch_answers() -> None:
-    """Measured (0.5B, run gram2): `if ... then return A else return B end` then `end` was held back
-    (a final `return` was required), so the model wrote `endlua` and filled its budget."""
+    """`if ... then return A else return B end` returns the answer on every path, as a final `return` does."""
     g = grammar("reviewer")
     ok = "{status = 'approved', summary = 'ok', findings = {}}"
     no = "{status = 'changes_requested', summary = 'no', findings = {{path = 'a.py', comment = 'x'}}}"
@@ -663,24 +607,3 @@ def test_run_may_end_in_an_if_whose_every_branch_answers() -> None:
     no_else = f"function run(c)\n  if c then\n    return {ok}\n  end\nend"
     assert not g.accepts(no_else)                         # a path without an answer still needs one
     assert g.accepts(no_else.replace("  end\nend", f"  end\n  return {no}\nend"))
-
-
-def test_blocks_nest_to_a_bounded_depth() -> None:
-    g = grammar("builder")
-
-    def plan(depth: int) -> str:
-        opening = "".join("  " * i + "if c then\n" for i in range(1, depth + 1))
-        closing = "".join("  " * i + "end\n" for i in range(depth, 0, -1))
-        return f"function run(c)\n{opening}  tools.progress('x')\n{closing}  return {{summary = 'x'}}\nend"
-
-    assert lua_loads(plan(6))
-    assert g.accepts(plan(5))
-    assert not g.accepts(plan(6))
-
-
-def test_the_first_comment_may_restate_a_long_goal() -> None:
-    g = grammar("builder")
-    body = "function run(c)\n  return {summary = 'x'}\nend"
-    assert g.accepts(fenced("-- " + "g" * 479 + "\n" + body))      # 480 characters after `--`
-    assert not g.accepts(fenced("-- " + "g" * 480 + "\n" + body))
-    assert not g.accepts(fenced("-- x\n-- " + "g" * 200 + "\n" + body))   # later comments stay short
