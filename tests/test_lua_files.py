@@ -1,4 +1,4 @@
-"""Files as Lua long strings: read back exactly, cut writes found, other text forms still read."""
+"""Files as Lua long strings: read back exactly, cut writes found."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ def test_a_long_string_carries_code_byte_for_byte() -> None:
     assert lua_prose(reply) == "Here it is."
 
 
-def test_several_writes_any_level_and_quote_the_last_of_a_path_wins() -> None:
-    reply = ("tools.write('a.py', [[\nx = 1\n]])\n"
+def test_several_writes_any_level_the_last_of_a_path_wins() -> None:
+    reply = ('tools.write("a.py", [[\nx = 1\n]])\n'
              'tools.write("./b.py", [=[\ny = [[2]]\n]=])\n'
              'tools.write("a.py", [==[\nx = 3\n]==])\n')
     files = lua_files_in_reply(reply, set())
@@ -29,10 +29,3 @@ def test_a_write_cut_off_is_open_and_gives_no_file() -> None:
     closed = closed_lua(reply)
     assert open_lua_file(closed, set()) is None and [f.path for f in lua_files_in_reply(closed, set())] == ["a.py", "b.py"]
     assert open_lua_file(reply[:reply.index("tools.write(\"b")], set()) is None
-
-
-def test_a_reply_in_fenced_text_instead_is_still_read() -> None:
-    reply = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
-    [f] = lua_files_in_reply(reply, {"calc.py"})
-    assert (f.path, f.how) == ("calc.py", "line")
-    assert open_lua_file("calc.py\n```python\ndef add(", {"calc.py"}) == "calc.py"

@@ -67,7 +67,7 @@ LUA = FileForm(
     no_form=("it had no file in the form asked for (tools.write(\"path\", [==[ on a line, then the whole file, then "
              "]==]) on a line of its own)"),
     read=lua_files_in_reply, open_file=open_lua_file, close=closed_lua,
-    starts=lambda path: (f'tools.write("{path}"', f"tools.write('{path}'"),
+    starts=lambda path: (f'tools.write("{path}"',),
     begin=write_opening, prose=lua_prose, example=LUA_EXAMPLE)
 
 

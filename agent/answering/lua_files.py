@@ -3,16 +3,14 @@
 A Lua long string is the one container in which code needs no escaping at all: no quote, backslash
 or newline inside it means anything until its own closing bracket. The builder may ask for its files
 so (`--answers lua`), and this module reads them back out of the reply without running it: the
-calls are the whole plan, and reading them needs no interpreter. A reply with no such call is read
-as fenced files (`fenced_files.py`): a model that answers in the other text form has still given
-its files whole.
+calls are the whole plan, and reading them needs no interpreter.
 """
 
 from __future__ import annotations
 
 import re
 
-from agent.answering.fenced_files import FencedFile, closed_fenced, files_in_reply, open_file, prose_of
+from agent.answering.fenced_files import FencedFile, prose_of
 
 __all__ = ["LUA_RULES", "LUA_EXAMPLE", "lua_files_in_reply", "open_lua_file", "closed_lua", "lua_prose", "write_opening"]
 
@@ -24,8 +22,8 @@ LUA_RULES = ("Answer with Lua that writes every file you change or create, and n
 # Shown once, in the system message: at the end of each prompt a small model may copy its path.
 LUA_EXAMPLE = "For example:\ntools.write(\"calc.py\", [==[\ndef add(a, b):\n    return a + b\n]==])"
 
-# `tools.write("path", [==[` (or `write(` alone, single quotes, any level of `=`)
-_WRITE = re.compile(r"""(?:\btools\s*\.\s*)?\bwrite\s*\(\s*(["'])([^"'\n]{1,300})\1\s*,\s*\[(=*)\[""")
+# `tools.write("path", [==[` (any level of `=`: the text decides which closing bracket it cannot hold)
+_WRITE = re.compile(r"""\btools\s*\.\s*write\s*\(\s*"([^"\n]{1,300})"\s*,\s*\[(=*)\[""")
 
 
 def write_opening(path: str) -> str:
@@ -40,20 +38,17 @@ def _writes(reply: str) -> tuple[list[tuple[int, int, str, str]], re.Match[str] 
     while (m := _WRITE.search(reply, pos)) is not None:
         start = m.end()
         start += 2 if reply.startswith("\r\n", start) else 1 if reply.startswith("\n", start) else 0  # as Lua does
-        end = reply.find("]" + m.group(3) + "]", start)
+        end = reply.find("]" + m.group(2) + "]", start)
         if end < 0:
             return found, m
-        found.append((m.start(), end + len(m.group(3)) + 2, m.group(2).strip().removeprefix("./"), reply[start:end]))
+        found.append((m.start(), end + len(m.group(2)) + 2, m.group(1).strip().removeprefix("./"), reply[start:end]))
         pos = end
     return found, None
 
 
 def lua_files_in_reply(reply: str, known: set[str], sources: dict[str, str] | None = None) -> list[FencedFile]:
-    """The files a reply writes, in order; a path written twice keeps its last content. A reply
-    with no write is read as fenced files."""
+    """The files a reply writes, in order; a path written twice keeps its last content."""
     found, _ = _writes(reply)
-    if not found:
-        return files_in_reply(reply, known, sources)
     out: dict[str, FencedFile] = {}
     for _, _, path, content in found:
         out.pop(path, None)
@@ -63,18 +58,14 @@ def lua_files_in_reply(reply: str, known: set[str], sources: dict[str, str] | No
 
 def open_lua_file(reply: str, known: set[str]) -> str | None:
     """The path of the write a reply began and never closed, None when none is left open."""
-    found, left_open = _writes(reply)
-    if left_open is not None:
-        return left_open.group(2).strip().removeprefix("./")
-    return None if found else open_file(reply, known)
+    _, left_open = _writes(reply)
+    return None if left_open is None else left_open.group(1).strip().removeprefix("./")
 
 
 def closed_lua(reply: str) -> str:
     """`reply` with the write it left open closed (cut at a stop string that took its close)."""
-    found, left_open = _writes(reply)
-    if left_open is not None:
-        return reply + "\n]" + left_open.group(3) + "])\n"
-    return reply if found else closed_fenced(reply)
+    _, left_open = _writes(reply)
+    return reply if left_open is None else reply + "\n]" + left_open.group(2) + "])\n"
 
 
 def lua_prose(reply: str) -> str:
