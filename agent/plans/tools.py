@@ -285,16 +285,7 @@ class ToolBox:
         old_b, new_b = _data(old, "old"), _data(new, "new")
         if not old_b:
             raise ToolError("edit: old text must not be empty", "invalid_argument")
-        try:
-            data = self._read(rel)
-        except ToolError as exc:
-            if exc.code != "not_found" or not new_b.strip():
-                raise
-            # Nothing to replace in a file that does not exist: the edit can only mean "create it"
-            # (the same rule as the builder's JSON edits; small models write new modules as edits).
-            created = self._write(rel, new_b, exclusive=True)
-            created["replacements"] = 0
-            return created
+        data = self._read(rel)
         count = data.count(old_b)
         if count == 0:
             raise self._missing_edit(rel, data, old_b)
