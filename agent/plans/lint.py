@@ -134,7 +134,6 @@ class _Scan:
         self.toks = toks
         self.declared: set[str] = set()
         self.assigned: dict[str, int] = {}
-        self.local_run_line: int | None = None
         self.uses: list[tuple[int, Token]] = []   # (index, token) of names read or called
         self._walk()
 
@@ -182,8 +181,6 @@ class _Scan:
                 if tok.value == "local":
                     if _is(nxt, "keyword", "function") and _is(self.at(i + 2), "name"):
                         self.declared.add(toks[i + 2].value)
-                        if toks[i + 2].value == "run":
-                            self.local_run_line = toks[i + 2].line
                     else:
                         self._declare_list(i + 1, set())
                 elif tok.value == "for":
@@ -250,16 +247,11 @@ def lint_plan(source: str) -> None:
             raise SandboxViolation(f"forbidden: string.{field} (line {tok.line})", line=tok.line,
                                    name=f"string.{field}")
         if name not in known:
-            hint = f"; tools are called as tools.{name}(...)" if name in TOOL_NAMES else ""
-            raise PlanInvalid(f"unknown global '{name}' (line {tok.line}){hint}", line=tok.line, name=name)
+            raise PlanInvalid(f"unknown global '{name}' (line {tok.line})", line=tok.line, name=name)
         tool = _tool_after(toks, i, name)
         if tool is not None and tool not in TOOL_NAMES and "tools" not in scan.declared:
             raise PlanInvalid(f"unknown tool 'tools.{tool}' (line {tok.line}); tools: {', '.join(TOOL_NAMES)}",
                               line=tok.line, name=f"tools.{tool}")
-    if scan.local_run_line is not None and "run" not in scan.assigned:
-        line = scan.local_run_line
-        raise PlanInvalid(f"run must be global: write `function run(context)`, not `local function run` (line {line})",
-                          line=line)
     if "run" not in scan.assigned:
         raise PlanInvalid("plan does not define function run(context)", line=1)
 

@@ -39,8 +39,7 @@ def test_valid_plan_passes():
     ("function run(c)\n\n  return tools.delete('x')\nend", "unknown tool 'tools.delete' (line 3)", 3),
     ("function run(c)\n  return c.tools.nope()\nend", None, None),
     ("function run(c)\n  return context.tools.nope()\nend", "unknown tool 'tools.nope' (line 2)", 2),
-    ("function run(c)\n  return write('a', 'b')\nend", "tools are called as tools.write(...)", 2),
-    ("local function run(c) end", "run must be global", 1),
+    ("local function run(c) end", "plan does not define function run(context)", 1),
     ("function main(c) end", "plan does not define function run(context)", 1),
     ("", "empty plan", None),
 ])
