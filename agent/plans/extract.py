@@ -1,9 +1,8 @@
-"""Recognise a plan in a model reply: a Lua chunk, or a strict JSON action list (the minimal-harness format)."""
+"""Recognise a plan in a model reply: a ```lua fence, or a strict JSON action list (the minimal-harness format)."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from agent.errors import PlanInvalid
@@ -11,30 +10,16 @@ from agent.fences import blocks
 
 __all__ = ["find_lua_plan", "parse_action_list"]
 
-_RUN_DEF = re.compile(r"\bfunction\s+run\s*\(|\brun\s*=\s*function\s*\(")
 _ACTION_LIST_KEYS = frozenset({"reasoning", "actions"})
 _ACTION_KEYS = frozenset({"tool", "args"})
 
 
 def find_lua_plan(text: str) -> str | None:
-    """Lua source if the reply is a plan (a ```lua fence, or a bare chunk defining `run`), else None.
-
-    A ```lua fence is taken even without `run` so the pre-check can name what is missing; an
-    untagged fence or bare text counts only when it defines `run`.
-    """
+    """The Lua source of the reply's first ```lua fence (even without `run`, so that the pre-check
+    can name what is missing), else None: the fence is how a reply says it is a plan."""
     if not isinstance(text, str):
         return None
-    fences = [(b.lang, b.body) for b in blocks(text, open_last=True)]
-    for lang, body in fences:
-        if lang == "lua":
-            return str(body).strip("\n")
-    for lang, body in fences:
-        if lang in ("", "lua54", "luau") and _RUN_DEF.search(body):
-            return str(body).strip("\n")
-    stripped = text.strip()
-    if fences or stripped.startswith(("{", "[")):
-        return None
-    return stripped if _RUN_DEF.search(stripped) else None
+    return next((str(b.body).strip("\n") for b in blocks(text, open_last=True) if b.lang == "lua"), None)
 
 
 def parse_action_list(obj: Any) -> list[dict[str, Any]] | None:

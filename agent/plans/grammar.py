@@ -7,7 +7,7 @@ for sampling, not the validator: whatever it lets through still goes through `ch
 `load` plus the lint) before it runs.
 
 The subset (MASTER-SPEC §13 "Grammar-constrained plans"):
-- the reply is a ```lua fence or a bare chunk;
+- the reply is a ```lua fence (what `find_lua_plan` reads);
 - the chunk: one `function run(context) ... end` whose every `return` is a table shaped like the
   answer (keys, value kinds, `allOf` if/then requirements, `minItems`/`maxItems` from the schema);
   no helper functions;
@@ -60,13 +60,11 @@ RESERVED_NAMES: frozenset[str] = frozenset(KEYWORDS | FORBIDDEN | (ALLOWED_GLOBA
 
 # -- the chunk --------------------------------------------------------------------------------
 def _chunk(g: PlanRules) -> None:
-    # Exactly `function run(`: what find_lua_plan looks for in a bare chunk (a comment in between
-    # would hide it).
     g.add("rundef", '"function run(" ws name ws ")" block-run sp "end"')
     # The plan is `run` alone (the subset has no top-level code and no helper functions), after
     # a comment at most: there no token comes before `--` that it could glue to.
     g.add("chunk", "comment? ws rundef ws")
-    g.add("root", '"```lua\\n" chunk "\\n```" | chunk')
+    g.add("root", '"```lua\\n" chunk "\\n```"')
 
 
 @functools.lru_cache(maxsize=32)

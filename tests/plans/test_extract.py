@@ -13,11 +13,6 @@ def test_lua_fence():
     assert find_lua_plan(text) == "function run(ctx)\n  return {}\nend"
 
 
-def test_bare_chunk_and_untagged_fence():
-    assert find_lua_plan("function run(ctx) return 1 end") == "function run(ctx) return 1 end"
-    assert find_lua_plan("```\nfunction run(c) end\n```") == "function run(c) end"
-
-
 @pytest.mark.parametrize("text", ['{"summary": "function run(x)"}', "just prose", "```json\n{}\n```", "```python\ndef run(): pass\n```"])
 def test_not_a_plan(text):
     assert find_lua_plan(text) is None

@@ -180,8 +180,7 @@ def _demo_plans() -> list[tuple[str, str]]:
 GOOD = [
     *[pytest.param(role, reply, id=f"demo-{role}") for role, reply in _demo_plans()],
     *[pytest.param(role, fenced(plan), id=f"e2e-{role}") for role, plan in E2E.items()],
-    *[pytest.param(role, plan, id=f"e2e-{role}-bare") for role, plan in E2E.items()],
-    pytest.param("builder", BUILDER_RICH, id="builder-rich-bare"),
+    pytest.param("builder", fenced(BUILDER_RICH), id="builder-rich"),
     pytest.param("builder", fenced(BUILDER_INLINE), id="builder-inline-files"),
     pytest.param("reviewer", fenced(REVIEWER_RICH), id="reviewer-rich"),
 ]
@@ -242,12 +241,12 @@ INJECTED = [
 def test_template_alone_is_accepted() -> None:
     plan = TEMPLATE.format(line="  note = note .. '!'")
     check_plan(plan)
-    assert grammar("builder").accepts(plan)
+    assert grammar("builder").accepts(fenced(plan))
 
 
 @pytest.mark.parametrize("line", [pytest.param(line, id=name) for name, line in INJECTED])
 def test_python_isms_and_forbidden_names_are_rejected(line: str) -> None:
-    assert not grammar("builder").accepts(TEMPLATE.format(line=line))
+    assert not grammar("builder").accepts(fenced(TEMPLATE.format(line=line)))
 
 
 @pytest.mark.parametrize(("role", "reply"), [
@@ -321,15 +320,15 @@ CONDITIONAL = [
 def test_conditional_requirements_of_the_schema_hold_for_literal_values(role: str, fields: str,
                                                                         accepted: bool) -> None:
     plan = f"function run(context)\n  local s, found = 'updated', {{}}\n  return {{{fields}}}\nend"
-    assert grammar(role).accepts(plan) is accepted
+    assert grammar(role).accepts(fenced(plan)) is accepted
 
 
 def test_answer_keys_follow_the_schema_order() -> None:
     """A fixed order keeps the grammar small (documented); the schema's order is the one accepted."""
     plan = "function run(c)\n  return {%s}\nend"
     keys = ["status = 'approved'", "summary = 'x'", "findings = {}"]
-    assert grammar("reviewer").accepts(plan % ", ".join(keys))
-    assert not grammar("reviewer").accepts(plan % ", ".join(reversed(keys)))
+    assert grammar("reviewer").accepts(fenced(plan % ", ".join(keys)))
+    assert not grammar("reviewer").accepts(fenced(plan % ", ".join(reversed(keys))))
 
 
 # -- derived from the answer schema and the tool registry ---------------------------------------
@@ -373,16 +372,16 @@ def test_answer_table_follows_the_role_schema(role: str) -> None:
         return "function run(context)\n  return {" + ", ".join(f"{k} = {v}" for k, v in items.items()) + "}\nend"
 
     g = grammar(role)
-    assert g.accepts(plan(fields))
+    assert g.accepts(fenced(plan(fields)))
     for key in required:
-        assert not g.accepts(plan({k: v for k, v in fields.items() if k != key})), f"{role} without {key}"
-    assert not g.accepts(plan({**fields, "unexpected": '"x"'}))
+        assert not g.accepts(fenced(plan({k: v for k, v in fields.items() if k != key}))), f"{role} without {key}"
+    assert not g.accepts(fenced(plan({**fields, "unexpected": '"x"'})))
     for key, prop in schema["properties"].items():      # every optional key is known too
         if key not in required:
             with_optional = _minimal(schema, [k for k in schema["properties"] if k in required or k == key])
-            assert g.accepts(plan(with_optional)), f"{role} with {key}"
+            assert g.accepts(fenced(plan(with_optional))), f"{role} with {key}"
             if prop.get("type") == "array" and prop.get("items", {}).get("type") == "string":
-                assert not g.accepts(plan({**with_optional, key: "{{a = 1}}"})), f"{role}: {key} items are strings"
+                assert not g.accepts(fenced(plan({**with_optional, key: "{{a = 1}}"}))), f"{role}: {key} items are strings"
 
 
 def _call(spec_name: str) -> str:
@@ -397,7 +396,7 @@ def test_only_the_roles_tools_are_callable(role: str) -> None:
     for spec in TOOL_SPECS:
         plan = f"function run(context)\n  local r = {_call(spec.name)}\n  return {schema_answer}\nend"
         expected = allowed is None or spec.name in allowed
-        assert grammar(role).accepts(plan) is expected, (role, spec.name)
+        assert grammar(role).accepts(fenced(plan)) is expected, (role, spec.name)
 
 
 @pytest.mark.parametrize(("call", "accepted"), [
@@ -420,7 +419,7 @@ def test_only_the_roles_tools_are_callable(role: str) -> None:
 ])
 def test_tool_arguments_follow_the_registry(call: str, accepted: bool) -> None:
     plan = f"function run(context)\n  {call}\n  return {{summary = 'x'}}\nend"
-    assert grammar("builder").accepts(plan) is accepted
+    assert grammar("builder").accepts(fenced(plan)) is accepted
 
 
 def test_reserved_names_are_never_variables() -> None:
@@ -479,8 +478,8 @@ def test_grammar_is_cached_and_checks_its_arguments() -> None:
 
 def test_no_tools_means_no_tool_calls() -> None:
     g = parse_gbnf(plan_grammar("builder", ()))
-    assert g.accepts("function run(c)\n  return {summary = 'x'}\nend")
-    assert not g.accepts("function run(c)\n  return {summary = tools.read('a')}\nend")
+    assert g.accepts(fenced("function run(c)\n  return {summary = 'x'}\nend"))
+    assert not g.accepts(fenced("function run(c)\n  return {summary = tools.read('a')}\nend"))
 
 
 # -- lexical corner cases, exhaustively over small alphabets ------------------------------------
@@ -583,14 +582,14 @@ def test_lists_stop_at_max_items() -> None:
         items = ", ".join("{path = 'a', content = ''}" for _ in range(files))
         return f"function run(c)\n  return {{summary = 'x', files = {{{items}}}}}\nend"
 
-    assert g.accepts(plan(50))
-    assert not g.accepts(plan(51))             # the builder schema's maxItems
+    assert g.accepts(fenced(plan(50)))
+    assert not g.accepts(fenced(plan(51)))             # the builder schema's maxItems
 
 
 def test_comments_hold_no_backtick() -> None:
     plan = "function run(c)\n  local n = 1\n  {comment}\n  return {{summary = 'x'}}\nend"
-    assert grammar("builder").accepts(plan.format(comment="-- fine"))
-    assert not grammar("builder").accepts(plan.format(comment="-- uses `x`"))   # "```" would end the fence
+    assert grammar("builder").accepts(fenced(plan.format(comment="-- fine")))
+    assert not grammar("builder").accepts(fenced(plan.format(comment="-- uses `x`")))   # "```" would end the fence
 
 
 def test_run_may_end_in_an_if_whose_every_branch_answers() -> None:
@@ -605,5 +604,5 @@ def test_run_may_end_in_an_if_whose_every_branch_answers() -> None:
         check_plan(plan)
         assert g.accepts(fenced(plan)), plan
     no_else = f"function run(c)\n  if c then\n    return {ok}\n  end\nend"
-    assert not g.accepts(no_else)                         # a path without an answer still needs one
-    assert g.accepts(no_else.replace("  end\nend", f"  end\n  return {no}\nend"))
+    assert not g.accepts(fenced(no_else))                         # a path without an answer still needs one
+    assert g.accepts(fenced(no_else.replace("  end\nend", f"  end\n  return {no}\nend")))
