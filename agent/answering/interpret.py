@@ -104,11 +104,7 @@ def plan_context(ctx: CommandContext) -> dict[str, Any]:
     """The `context` table a plan's `run(context)` receives: plain data only."""
     from agent.project_files import project_files
 
-    goal = ctx.cmd.inputs.get("goal")
     return {
-        # `goal` as well as `inputs.goal`: small models' plans read `context.goal`, and a nil there
-        # fails every attempt
-        **({"goal": goal} if isinstance(goal, str) else {}),
         "role": ctx.role, "action": ctx.cmd.action, "task_id": ctx.cmd.task_id, "inputs": ctx.cmd.inputs,
         "expected_outputs": [{"path": o.path, "required": o.required} for o in ctx.cmd.expected_outputs],
         "workspace": {"files": project_files(ctx.workspace, 500)},
