@@ -243,9 +243,6 @@ def _repair_message(exc: AgentError, cut_off: bool) -> str:
         failed = exc.details.get("failed_tools")
         if failed:
             lines.append("Tool calls that failed: " + "; ".join(failed))
-            if any(f.startswith("tools.run(") and "not an allowed command" in f for f in failed):
-                lines.append("Hint: do not run tests or interpreters from a plan: the agent runs the project's "
-                             "test command itself after your plan and reports the result.")
         wrote = exc.details.get("wrote")
         if wrote:
             lines.append(f"Before it failed, your plan wrote: {', '.join(wrote)} (these files stay written; "
