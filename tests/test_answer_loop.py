@@ -310,17 +310,3 @@ def test_the_same_failure_at_another_line_is_the_same_error(tmp_path: Path) -> N
     assert "(line 5)" in errors[0] and "(line 3)" in errors[1]
     assert [a["reason"] for a in audit if a["event"] == "answer_temperature"] == ["the same error"]
     assert [r.temperature for r in model.requests] == [0.2, 0.2, 0.8]
-
-
-def test_unknown_globals_by_other_names_are_the_same_error(tmp_path: Path) -> None:
-    # The 0.5B's spec plan (run gram18, new-stats): `require_path_or_file_or_glob_path_or_gz`, then
-    # `..._ggz`, then `..._g`: one failure, so the third attempt samples more widely.
-    def plan(name: str) -> str:
-        return (f"```lua\nfunction run(context)\n  local stats = {name}\n"
-                "  return {status = 'approved', summary = 'x', findings = {}}\nend\n```")
-
-    model = FakeModel([plan("require_path_or_gz"), plan("require_path_or_ggz"), APPROVED])
-    ctx = make_context(tmp_path, "review", model, settings=RoleSettings(answers="plan", max_tokens=None))
-    assert obtain_answer(ctx, REVIEW, "review it").data["status"] == "approved"
-    assert [r.temperature for r in model.requests] == [0.2, 0.2, 0.8]
-    assert all(r.response_schema is None for r in model.requests)

@@ -7,7 +7,6 @@ import re
 import zlib
 
 from agent.models.repetition import repeating_tail
-from agent.plans.lint import UNKNOWN_GLOBAL
 
 __all__ = ["looping", "same_text", "same_error_key"]
 
@@ -37,6 +36,5 @@ _LINE_NUMBER = re.compile(r"\bline \d+\b")
 
 def same_error_key(message: str) -> str:
     """An error as compared with earlier ones: the same failure at another line is the same failure
-    (a model's edit of the same absent text reported at line 12, then 10), and so is an unknown
-    global by another name (`require_path_or_…_gz`, then `…_ggz`)."""
-    return UNKNOWN_GLOBAL.sub("unknown global", _LINE_NUMBER.sub("line N", message))
+    (a model's edit of the same absent text reported at line 12, then 10)."""
+    return _LINE_NUMBER.sub("line N", message)

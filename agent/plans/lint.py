@@ -17,11 +17,7 @@ from agent.errors import PlanInvalid, SandboxViolation
 from agent.plans.limits import MAX_SOURCE_BYTES
 from agent.plans.tools import TOOL_NAMES
 
-__all__ = ["Token", "tokenize", "lint_plan", "syntax_check", "check_plan", "ALLOWED_GLOBALS", "FORBIDDEN",
-           "UNKNOWN_GLOBAL"]
-
-# How the lint names a global the plan never defined (group 1: the name); the answer loop reads it too.
-UNKNOWN_GLOBAL = re.compile(r"unknown global '(\w+)'")
+__all__ = ["Token", "tokenize", "lint_plan", "syntax_check", "check_plan", "ALLOWED_GLOBALS", "FORBIDDEN"]
 
 KEYWORDS = frozenset("""and break do else elseif end false for function goto if in local nil not or
 repeat return then true until while""".split())
