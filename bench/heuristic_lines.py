@@ -76,14 +76,6 @@ UNSWITCHED = {
                                            "behaviour as it was",
     "agent/roles/spec_maintainer.py:_as_body": "takes a section's own heading off its content, and sinks its "
                                                "top-level headings",
-    "agent/plans/lint.py:UNKNOWN_GLOBAL": "lets sameness.py see the same error under another name",
-    "agent/plans/grammar.py:_PYTHON_NAMES": "keeps Python's names out of a plan's variables, steering to Lua's",
-    "agent/plans/grammar_lexical.py:_GLUED_STARTS": "no name begins with `return` or `function` glued to a word",
-    "agent/plans/grammar_lexical.py:_HEAD_COMMENT_CHARS": "room for a plan's first comment, where small models "
-                                                          "restate the goal",
-    "agent/plans/grammar_code.py:_BLOCK_STATEMENTS": "bounds a block, leading a looping model to `return`",
-    "agent/plans/grammar_code.py:_OPERATORS": "bounds an expression (a model chained `x == x == ...`)",
-    "agent/plans/grammar_code.py:_DEPTH": "bounds nesting (a looping model nests `if` ever deeper)",
 }
 _GATES = ("enabled", "applied")
 
