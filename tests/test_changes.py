@@ -8,10 +8,10 @@ import pytest
 
 from agent.edits.changes import (
     ChangeError,
-    apply_edit,
     named_definitions,
     planned_writes,
     shrink_reason,
+    where_old_text_is,
 )
 from agent.errors import AgentError, PathRejected
 from agent.project_files import bookkeeping_reason, paths_named_in, project_files
@@ -30,23 +30,11 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-def _edit(ws: Workspace, path: str, old: str, new: str) -> str:
-    """`path` with one edit applied as `tools.edit` applies it."""
-    return apply_edit(ws.read_text(path), old, new, "edit", path)
-
-
-def test_edit_whose_old_text_is_missing_names_where_its_first_line_is(ws: Workspace) -> None:
+def test_old_text_that_is_missing_is_located_by_its_first_line(ws: Workspace) -> None:
     # old's first line is in the file, its body is not: the model is asked again with where to look
-    with pytest.raises(ChangeError) as err:
-        _edit(ws, "stack.py", "    def op1(self):\n        total = compute_everything(self)\n        return total * 2\n", "x")
-    assert "edit: the old text is not in stack.py" in err.value.message
-    assert "'def op1(self):') is at line 5" in err.value.message
-
-
-def test_ambiguous_edit_lists_the_lines_it_occurs_on(ws: Workspace) -> None:
-    with pytest.raises(ChangeError) as err:
-        _edit(ws, "twice.py", "x = 1", "x = 2")
-    assert "occurs 2 times in twice.py (lines 1, 2)" in err.value.message
+    where = where_old_text_is(ws.read_text("stack.py"),
+                              "    def op1(self):\n        total = compute_everything(self)\n        return total * 2\n")
+    assert "'def op1(self):') is at line 5" in where
 
 
 def test_a_class_reduced_to_a_stub_is_refused(ws: Workspace) -> None:

@@ -1,4 +1,4 @@
-"""The builder's files as changes, checked before anything is written, and a plan's `tools.edit`.
+"""The builder's files as changes, checked before anything is written.
 
 Each file is checked on its own so that the message names exactly which one failed and why:
 
@@ -12,8 +12,8 @@ Each file is checked on its own so that the message names exactly which one fail
   than refused — also when the file is small, if the answer left out a top-level definition;
 * a Python file that compiled before must still compile after the answer's changes.
 
-An edit (`apply_edit`, a plan's `tools.edit`) needs its `old` text exactly once in the file; when it
-is not there, the error names where old's first line is, or the file's nearest line, to copy from.
+A plan's `tools.edit` needs its `old` text exactly once in the file; when it is not there, its error
+names where old's first line is, or the file's nearest line, to copy from (`where_old_text_is`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from agent.project_files import bookkeeping_reason, line_count
 from agent.python_syntax import parse_python
 from agent.workspace import Workspace
 
-__all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "apply_edit", "is_test_path",
+__all__ = ["ChangeError", "FileWrite", "planned_writes", "shrink_reason", "where_old_text_is", "is_test_path",
            "unchanged_code", "named_definitions"]
 
 _SHRINK_RATIO = 0.4
@@ -82,8 +82,9 @@ def shrink_reason(path: str, old: str, new: str) -> str | None:
 _NEAREST_LINE_RATIO = 0.75  # difflib's ratio: `def add(name, …)` to `def add(self, name, …)` is 0.9
 
 
-def _locate(content: str, old: str) -> str:
-    """Where the first line of `old` is in `content`, to make a 'not found' message precise."""
+def where_old_text_is(content: str, old: str) -> str:
+    """Where the first line of `old` (not found whole) is in `content`, or its nearest line: for a
+    plan's `tools.edit` to say, so that the model can copy the real text."""
     first = next((ln.strip() for ln in old.splitlines() if ln.strip()), "")
     if not first:
         return "old is only whitespace"
@@ -101,19 +102,6 @@ def _locate(content: str, old: str) -> str:
         return f"not even its first line ({first[:80]!r}) is in the file{hint}"
     return (f"its first line ({first[:80]!r}) is at line {hits[0]}, but the lines after it differ: copy old "
             "exactly, with the same indentation")
-
-
-def apply_edit(content: str, old: str, new: str, where: str, path: str) -> str:
-    """`content` with the one occurrence of `old` replaced; ChangeError when absent or ambiguous, saying
-    where old's first line is (or the nearest line) so that the model can copy the real text."""
-    count = content.count(old) if old else 0
-    if count == 1:
-        return content.replace(old, new, 1)
-    if count == 0:
-        raise ChangeError(f"{where}: the old text is not in {path}; {_locate(content, old)}", path=path)
-    lines = [content.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), content)][:5]
-    raise ChangeError(f"{where}: the old text occurs {count} times in {path} (lines {', '.join(map(str, lines))}); "
-                      "include more of the surrounding lines so it occurs exactly once", path=path)
 
 
 def _check_path(ws: Workspace, path: str, where: str) -> str:

@@ -299,15 +299,13 @@ class ToolBox:
 
     def _missing_edit(self, rel: str, data: bytes, old_b: bytes) -> ToolError:
         """`old` not in the file: the error says where its first line is, or the nearest line to copy."""
-        from agent.edits.changes import ChangeError, apply_edit
+        from agent.edits.changes import where_old_text_is
 
         try:
-            apply_edit(data.decode("utf-8"), old_b.decode("utf-8"), "", "edit", rel)
-        except ChangeError as exc:
-            return ToolError(exc.message, "not_found")
+            where = where_old_text_is(data.decode("utf-8"), old_b.decode("utf-8"))
         except UnicodeDecodeError:
-            pass
-        return ToolError(f"edit: old text not found in {rel}", "not_found")
+            return ToolError(f"edit: old text not found in {rel}", "not_found")
+        return ToolError(f"edit: the old text is not in {rel}; {where}", "not_found")
 
     def _t_list(self, path: Any = None) -> list[str]:
         rel = _text(path, "path") if path is not None else "."
