@@ -27,13 +27,17 @@ def test_the_count_adds_up_and_names_every_listed_module() -> None:
     assert figures["agent_code_lines"] < figures["agent_raw_lines"]
 
 
+def _gated_lines(tmp_path: Path, source: str) -> dict[str, set[int]]:
+    """The counter's lines per strategy in a module of `source`."""
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    return load_bench("heuristic_lines.py").strategy_lines(path)
+
+
 def test_a_gate_counts_its_statement_and_a_function_that_exits_when_off_counts_whole(tmp_path: Path) -> None:
-    h = load_bench("heuristic_lines.py")
-    src = tmp_path / "m.py"
-    src.write_text('def f(ctx):\n    """Doc."""\n    if not enabled(ctx, "fresh_attempt"):\n        return 1\n'
-                   '    x = 2\n    return x\n\n\ndef g(ctx):\n    y = 1\n    if enabled(ctx, "keep_cut_reply"):\n'
-                   '        y = 2\n    return y\n')
-    lines = h.strategy_lines(src)
+    lines = _gated_lines(tmp_path, 'def f(ctx):\n    """Doc."""\n    if not enabled(ctx, "fresh_attempt"):\n'
+                                   '        return 1\n    x = 2\n    return x\n\n\ndef g(ctx):\n    y = 1\n'
+                                   '    if enabled(ctx, "keep_cut_reply"):\n        y = 2\n    return y\n')
     assert lines == {"fresh_attempt": set(range(1, 7)), "keep_cut_reply": {11, 12}}
 
 
@@ -54,13 +58,11 @@ def test_each_gated_statement_counts_under_its_own_name_and_a_helper_only_it_use
 
 
 def test_a_gate_kept_in_a_name_counts_where_the_name_is_tested(tmp_path: Path) -> None:
-    h = load_bench("heuristic_lines.py")
-    src = tmp_path / "m.py"
-    src.write_text('def f(ctx, edits):\n    mend = enabled(ctx, "mend_spec_answer")\n    x = 1\n'
+    lines = _gated_lines(tmp_path, 'def f(ctx, edits):\n    mend = enabled(ctx, "mend_spec_answer")\n    x = 1\n'
                    '    if mend and edits:\n        # wrapped\n        x = 2\n    merged = g(x) if mend else None\n'
                    '    if merged is not None:\n        x = merged\n    return x\n')
     # rule 1: `mend` holds the switch, `merged` a value it chose; both count where they are tested
-    assert h.strategy_lines(src) == {"mend_spec_answer": {2, 4, 5, 6, 7, 8, 9}}
+    assert lines == {"mend_spec_answer": {2, 4, 5, 6, 7, 8, 9}}
 
 
 def test_a_switch_passed_to_a_function_of_agent_counts_in_it_and_a_chosen_value_is_not_followed(
