@@ -59,8 +59,9 @@ def test_each_gated_statement_counts_under_its_own_name_and_a_helper_only_it_use
 
 def test_a_gate_kept_in_a_name_counts_where_the_name_is_tested(tmp_path: Path) -> None:
     lines = _gated_lines(tmp_path, 'def f(ctx, edits):\n    mend = enabled(ctx, "mend_spec_answer")\n    x = 1\n'
-                   '    if mend and edits:\n        # wrapped\n        x = 2\n    merged = g(x) if mend else None\n'
-                   '    if merged is not None:\n        x = merged\n    return x\n')
+                                   '    if mend and edits:\n        # wrapped\n        x = 2\n'
+                                   '    merged = g(x) if mend else None\n    if merged is not None:\n        x = merged\n'
+                                   '    return x\n')
     # rule 1: `mend` holds the switch, `merged` a value it chose; both count where they are tested
     assert lines == {"mend_spec_answer": {2, 4, 5, 6, 7, 8, 9}}
 
