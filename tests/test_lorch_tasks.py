@@ -124,7 +124,7 @@ def test_first_replies_of_a_recording_are_read_again_and_judged(tmp_path: Path, 
     fixed = (task.solution / "temperature.py").read_text()
     unchanged = (task.workspace / "temperature.py").read_text()
     row = {"request": {"role": "builder", "messages": [{"role": "user", "content": "## Goal\n" + task.goal}]}}
-    cases = [({"text": f"```\ntemperature.py\n```python\n{fixed}```\n"}, "pass"),  # the path fenced on its own
+    cases = [({"text": f"**temperature.py**\n```python\n{fixed}```\n"}, "pass"),  # the path in bold
              ({"text": f"temperature.py\n```python\n{fixed}", "finish_reason": "stop_string"}, "pass"),  # cut: closed
              ({"text": f"temperature.py\n```python\n{unchanged}```\n"}, "fail"),
              ({"text": "I would fix the formula."}, "fail")]
