@@ -49,6 +49,7 @@ MODULES = {
     "agent/edits/py_merge.py": "merges a function given alone (or a file quoted in part) into its file",
     "agent/roles/goal_examples.py": "reads examples out of the goal's prose to guide the prompt",
     "agent/roles/goal_probe.py": "runs the goal's examples for goal_examples.py",
+    "agent/roles/failing_tests.py": "quotes the failing tests' code (unittest shows one line)",
     "agent/roles/verdicts.py": "keeps a review's or spec answer's verdict on the same code",
     "agent/roles/test_ledger.py": "takes out the model's own failing tests",
     "agent/models/stops.py": "ends a reply where it would begin a project test file",

@@ -551,6 +551,30 @@ def test_implement_changes_given_the_code_back_with_failing_tests_goes_on(tmp_pa
     assert "stop_when_nothing_to_change" not in [a["name"] for a in _audit(tmp_path, "repair_applied")]
 
 
+def test_a_failing_test_is_quoted_up_to_its_failing_line(tmp_path: Path) -> None:
+    # unittest prints the failing line alone: `self.assertEqual(calc.mul(a, b), expected)` names no value
+    ctx, model = _ctx(tmp_path, [HALF, RIGHT])
+    (tmp_path / "test_calc.py").write_text(TESTS.replace(
+        "    def test_mul(self):\n        self.assertEqual(calc.mul(2, 3), 6)\n",
+        "    def test_mul(self):\n        a, b = 2, 3\n        expected = 6\n        self.assertEqual(calc.mul(a, b), expected)\n"))
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    said = model.requests[1].messages[-1]["content"]
+    assert ("The failing tests' code, up to the line that failed:\ntest_calc.py lines 10–13:\n```\n"
+            "    def test_mul(self):\n        a, b = 2, 3\n        expected = 6\n"
+            "        self.assertEqual(calc.mul(a, b), expected)\n```\n") in said
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["quote_failing_tests"]
+
+
+def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, RIGHT])
+    (tmp_path / "test_calc.py").write_text(TESTS.replace("        self.assertEqual(calc.mul(2, 3), 6)\n",
+                                                         "        expected = 6\n        self.assertEqual(calc.mul(2, 3), expected)\n"))
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"quote_failing_tests"}))
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    said = model.requests[1].messages[-1]["content"].split("## The tests failed after your last change")[1]
+    assert "FAIL: test_mul" in said and "failing tests' code" not in said and "expected = 6" not in said
+
+
 def test_after_a_change_is_undone_the_prompt_shows_the_failures_of_the_code_it_shows(tmp_path: Path) -> None:
     # Without a fresh attempt the round after a worse change shows the best code: its failures go with
     # it, not those of the change that was undone (an import that does not exist).

@@ -67,6 +67,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "an implement whose project tests pass on the code as it is (so none checks the task) first asks for "
              "a test of the task's examples and rules alone, before the code; one still failing at the end is "
              "taken out"),
+    Strategy("quote_failing_tests", "agent/roles/builder_rounds.py",
+             "a round after failing tests shows, under their output, the code of the test functions its "
+             "tracebacks run through, up to the failing line (unittest prints only that line)"),
     Strategy("stop_when_nothing_to_change", "agent/roles/builder_rounds.py",
              "an implement_changes whose replies gave every file back as it was twice running, with the tests "
              "passing, ends its rounds and leaves the code as it is"),

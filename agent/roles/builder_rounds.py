@@ -24,6 +24,7 @@ from agent.errors import AgentError, InvalidModelResponse, ShuttingDown
 from agent.models.base import ModelRequest, capabilities_of
 from agent.project_files import project_files
 from agent.prompt import PromptBuilder
+from agent.roles.failing_tests import Reader, failing_test_code
 from agent.roles.prompting import read_project_text
 from agent.roles.round_files import RoundFiles
 from agent.roles.test_first import test_of_the_task
@@ -33,6 +34,8 @@ from agent.roles.testrun import quoted_output, test_workspace
 __all__ = ["RoundsResult", "build_in_rounds", "system_message"]
 
 _TAIL = 2000
+_TEST_CODE = 1200  # characters of the failing tests' own code, under their output
+_TEST_CODE_HEAD = "The failing tests' code, up to the line that failed:"
 _ECHOED = "it left every file exactly as it was"
 _TESTS_FIRST = ("it began to give back a file of the project's tests, which must stay as they are, with no file of "
                 "code before it: give only the files of code you change")
@@ -149,30 +152,33 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str]) -> str:
+def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], read: Reader | None = None) -> str:
     """What the previous round came to, for the next prompt. The tests' failures are always shown
     while they fail: a reply that could not be used leaves them as they were, and without them the
     next reply has nothing new to go on (a small model gives the same file back, round after round).
-    The failures shown are those of the code the prompt shows: after a roll-back, the best code's."""
+    The failures shown are those of the code the prompt shows: after a roll-back, the best code's.
+    `read`: the workspace's files, to quote the failing tests' code from."""
     if last["outcome"] == "unusable":
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
-        return why + (_failures(best, "## The tests still fail on the files above\n", own)
+        return why + (_failures(best, "## The tests still fail on the files above\n", own, read)
                       if best.get("status") == "fail" else "")
     if last["outcome"] == "rolled back":
         undone = ("An attempt from the code as it was before did worse and was undone. " if last.get("fresh") else
                   "That change left the tests worse than before, so it was undone: the files above show the best "
                   "code so far. ")
-        return _failures(best, f"## The tests still fail on the files above\n{undone}", own)
+        return _failures(best, f"## The tests still fail on the files above\n{undone}", own, read)
     return _failures(last["tests"], "## The tests failed after your last change\nThe files above show the code "
-                                    "with that change. ", own)
+                                    "with that change. ", own, read)
 
 
-def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None) -> str:
+def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None, read: Reader | None = None) -> str:
     tail = quoted_output(tests, _TAIL)
+    code = failing_test_code(read, str(tests.get("output_tail") or ""), tail, _TEST_CODE) if read else ""
     ask = ("Find the cause of each failure and fix the code. A test you wrote for the task ("
            + ", ".join(own) + ") may be wrong itself: where it contradicts the task's words, fix that test "
            "instead.\n") if own else "Find the cause of each failure and fix the code (not the tests).\n"
-    return f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n" + ask
+    return (f"\n{heading}Test command: {tests.get('command')}\n```\n{tail}\n```\n"
+            + (f"{_TEST_CODE_HEAD}\n{code}\n" if code else "") + ask)
 
 
 def _progressed(last: dict[str, Any]) -> bool:
@@ -334,7 +340,11 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: 
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
         return [{"role": "user", "content": user + answer}]
-    return [{"role": "user", "content": user + _feedback(log[-1], best, own) + answer}]
+    read = (lambda rel: read_project_text(ctx, rel)) if enabled(ctx, "quote_failing_tests") else None
+    single = user + _feedback(log[-1], best, own, read=read) + answer
+    if _TEST_CODE_HEAD in single:
+        applied(ctx, "quote_failing_tests", round=len(log) + 1)
+    return [{"role": "user", "content": single}]
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
