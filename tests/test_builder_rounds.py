@@ -48,17 +48,33 @@ def test_the_failing_output_is_shown_and_the_next_round_fixes_it(tmp_path: Path)
     assert out.event == "builder.completed" and out.payload["tests"]["status"] == "pass"
     assert out.payload["rounds"] == 2 and out.payload["answer_via"] == "text"
     assert "return a * b" in (tmp_path / "calc.py").read_text()
-    # the next round is one prompt, under the same system message: the code as it now is, what the tests said
-    system, said = model.requests[1].messages
-    assert system == model.requests[0].messages[0] and said["role"] == "user"
-    assert "The tests failed after your last change" in said["content"] and "return a - b" not in said["content"]
-    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in said["content"]  # the code as it now is
+    # the exchange goes on: the first prompt, the reply as the model's own turn, what the tests said
+    prompt, reply, said = model.requests[1].messages[1:]
+    assert prompt == model.requests[0].messages[1] and (reply["role"], reply["content"]) == ("assistant", HALF)
+    assert said["role"] == "user" and "The tests failed after your last change" in said["content"]
+    assert "Your change is in place" in said["content"] and "return a - b" not in said["content"]
     assert "FAIL: test_mul\nTraceback" in said["content"] and "AssertionError: 5 != 6" in said["content"]  # the digest
-    assert said["content"].endswith("Say nothing else. Do not change the project's existing tests.\n")
-    assert _audit(tmp_path, "repair_applied") == [] and out.payload["summary"] == "Fixed both."  # the reply's words
     # every write was announced with the bytes on disk
     final = [p for e, p in rec.events if e == "artifact.produced"][-1]
     assert final["sha256"] == "sha256:" + hashlib.sha256((tmp_path / "calc.py").read_bytes()).hexdigest()
+
+
+def test_without_the_conversation_the_next_prompt_shows_the_code_as_it_now_is(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, [HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"feedback_in_conversation"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and len(model.requests[1].messages) == 2
+    second = model.requests[1].messages[-1]["content"]
+    assert "The tests failed after your last change" in second and "FAIL: test_mul" in second
+    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in second  # the code as it now is
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["reason_before_fixing"]
+
+
+def test_a_long_reply_is_not_carried_into_the_next_round(tmp_path: Path) -> None:
+    ctx, model = _ctx(tmp_path, ["Notes. " * 3000 + "\n\n" + HALF, RIGHT])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and len(model.requests[1].messages) == 2
+    assert "Notes. Notes." not in model.requests[1].messages[-1]["content"]
 
 
 def test_a_round_that_makes_things_worse_is_rolled_back(tmp_path: Path) -> None:
@@ -80,8 +96,10 @@ def test_a_round_that_moves_nothing_forward_is_followed_by_a_fresh_attempt(tmp_p
     assert out.payload["tests"]["status"] == "pass"
     third = model.requests[2].messages[-1]["content"]
     assert "return a - b" in third and "could not be used" not in third  # the code as it was, nothing else
-    assert len(model.requests[2].messages) == 2
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["fresh_attempt"]
+    assert len(model.requests[2].messages) == 2  # a fresh attempt is no conversation
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == [
+        "feedback_in_conversation", "reason_before_fixing", "fresh_attempt"]
+    assert "First say" not in third  # a fresh attempt is shown no failures to find the cause of
 
 
 def test_a_fresh_attempt_that_gave_nothing_usable_is_not_asked_again_the_same_way(tmp_path: Path) -> None:
@@ -449,11 +467,30 @@ def test_a_reply_begun_for_the_model_is_not_begun_on_a_server_that_answers_anew(
     assert out.payload["tests"]["status"] == "pass" and model.requests[1].messages[-1]["role"] == "user"
 
 
-def test_a_reply_that_gives_the_fixed_method_alone_is_merged_into_its_class(tmp_path: Path) -> None:
+def test_a_round_after_failing_tests_asks_for_the_cause_first_and_begins_the_reply_with_it(tmp_path: Path) -> None:
+    # The model goes on after the begun words: the cause, then the file.
+    ctx, model = _prefill_ctx(tmp_path, [HALF, " mul adds where it should multiply.\n\n" + RIGHT.split("\n\n", 1)[1]])
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
+    assert "return a * b" in (tmp_path / "calc.py").read_text()
+    first, second = (r.messages for r in model.requests)
+    assert "First say" not in first[-1]["content"]  # round 1 is asked as the model alone is
+    asked = second[-2]["content"]
+    assert "FAIL: test_mul" in asked and "First say in one or two sentences what in your code makes these tests " \
+        "fail" in asked and "Say nothing else" not in asked.split("## Your answer")[-1]
+    assert second[-1] == {"role": "assistant", "content": "The tests fail because"}
+    # One system message for every round: the server reuses the exchange's prompt the round continues.
+    assert second[0] == first[0] and second[1:3] == [first[1], {"role": "assistant", "content": HALF}]
+    fired = [r for r in _audit(tmp_path, "repair_applied") if r["name"] == "reason_before_fixing"]
+    assert [(r["round"], r["begun"]) for r in fired] == [(2, True)]
+    assert out.payload["summary"].startswith("The tests fail because mul adds")  # the reply's words, begun ones too
+
+
+def test_a_reply_that_gives_the_cause_then_the_fixed_method_alone_is_merged_into_its_class(tmp_path: Path) -> None:
     ctx, model = _prefill_ctx(tmp_path, [
         "calc.py\n```python\nclass Calc:\n    def add(self, a, b):\n        return a + b\n\n"
         "    def mul(self, a, b):\n        return a + b\n```\n",
-        "mul adds. Here is the fixed method:\n```python\n    def mul(self, a, b):\n        return a * b\n```\n"])
+        " mul adds. Here is the fixed method:\n```python\n    def mul(self, a, b):\n        return a * b\n```\n"])
     (tmp_path / "calc.py").write_text("class Calc:\n    def add(self, a, b):\n        return 0\n\n"
                                       "    def mul(self, a, b):\n        return 0\n")
     (tmp_path / "test_calc.py").write_text(TESTS.replace("calc.add(", "calc.Calc().add(").replace("calc.mul(",
@@ -462,6 +499,49 @@ def test_a_reply_that_gives_the_fixed_method_alone_is_merged_into_its_class(tmp_
     assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 2
     assert (tmp_path / "calc.py").read_text() == ("class Calc:\n    def add(self, a, b):\n        return a + b\n\n"
                                                   "    def mul(self, a, b):\n        return a * b\n")
+
+
+def test_once_a_reply_asked_for_the_cause_gave_no_file_the_command_asks_for_the_cause_no_more(
+        tmp_path: Path) -> None:
+    wrong = "calc.py\n```python\ndef add(a, b):\n    return 0\n\n\ndef mul(a, b):\n    return 1\n```\n"
+    # round 1: both fail; 2: asked for the cause, words alone; 3: a fresh attempt, one passes; 4: the fix
+    ctx, model = _prefill_ctx(tmp_path, [wrong, " mul and add are wrong.", HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, builder_rounds=4)
+    out = builder.handle(ctx)
+    assert [(r["outcome"], r.get("fresh", False)) for r in out.payload["round_log"]] == [
+        ("kept", False), ("unusable", False), ("kept", True), ("kept", False)]
+    assert out.payload["tests"]["status"] == "pass"
+    second, fourth = model.requests[1].messages, model.requests[3].messages
+    assert second[-1] == {"role": "assistant", "content": "The tests fail because"}
+    assert fourth[-1]["role"] == "user" and "First say" not in fourth[-1]["content"]
+    assert "FAIL: test_mul" in fourth[-1]["content"]  # still shown the failures, asked for the files
+    fired = [r["round"] for r in _audit(tmp_path, "repair_applied") if r["name"] == "reason_before_fixing"]
+    assert fired == [2]
+
+
+def test_the_cause_first_is_asked_without_begun_words_where_the_server_answers_anew_and_not_when_off(
+        tmp_path: Path) -> None:
+    ctx, model = _prefill_ctx(tmp_path, [HALF, RIGHT], model_cls=FakeModel)
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    assert model.requests[1].messages[-1]["role"] == "user" and "First say" in model.requests[1].messages[-1]["content"]
+    (tmp_path / "off").mkdir()
+    ctx, model = _prefill_ctx(tmp_path / "off", [HALF, RIGHT])
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"reason_before_fixing"}))
+    assert builder.handle(ctx).payload["tests"]["status"] == "pass"
+    said = model.requests[1].messages[-1]
+    assert said["role"] == "user" and "First say" not in said["content"] and "Say nothing else" in said["content"]
+    assert "reason_before_fixing" not in [a["name"] for a in _audit(tmp_path / "off", "repair_applied")]
+
+
+def test_a_reply_with_no_code_is_not_carried_on_as_the_models_own_turn(tmp_path: Path) -> None:
+    # An empty block (or a path put in one) as its own turn, a small model writes it again.
+    ctx, model = _ctx(tmp_path, [HALF, "```\ncalc.py\n```", RIGHT], rounds=3)
+    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"fresh_attempt"}))
+    out = builder.handle(ctx)
+    assert out.payload["tests"]["status"] == "pass" and out.payload["rounds"] == 3
+    assert [m["role"] for m in model.requests[1].messages[1:]] == ["user", "assistant", "user"]  # HALF goes on
+    third = model.requests[2].messages
+    assert len(third) == 2 and "it had no file in the form asked for" in third[-1]["content"]
 
 
 def test_rounds_that_move_no_test_forward_go_on_while_rounds_are_left(tmp_path: Path) -> None:
@@ -528,7 +608,8 @@ def test_implement_changes_given_the_code_back_twice_with_passing_tests_stops_an
     out = builder.handle(ctx)
     assert len(model.requests) == 2  # not six rounds of the same reply
     assert out.event == "builder.completed" and out.payload["files"] == [] and out.payload["tests"]["status"] == "pass"
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["stop_when_nothing_to_change",
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["feedback_in_conversation",
+                                                                      "stop_when_nothing_to_change",
                                                                       "keep_passing_code"]
 
 
@@ -562,7 +643,8 @@ def test_a_failing_test_is_quoted_up_to_its_failing_line(tmp_path: Path) -> None
     assert ("The failing tests' code, up to the line that failed:\ntest_calc.py lines 10–13:\n```\n"
             "    def test_mul(self):\n        a, b = 2, 3\n        expected = 6\n"
             "        self.assertEqual(calc.mul(a, b), expected)\n```\n") in said
-    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == ["quote_failing_tests"]
+    assert [a["name"] for a in _audit(tmp_path, "repair_applied")] == [
+        "quote_failing_tests", "feedback_in_conversation", "reason_before_fixing"]
 
 
 def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:
@@ -571,20 +653,8 @@ def test_quoting_the_failing_tests_can_be_switched_off(tmp_path: Path) -> None:
                                                          "        expected = 6\n        self.assertEqual(calc.mul(2, 3), expected)\n"))
     ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"quote_failing_tests"}))
     assert builder.handle(ctx).payload["tests"]["status"] == "pass"
-    said = model.requests[1].messages[-1]["content"].split("## The tests failed after your last change")[1]
+    said = model.requests[1].messages[-1]["content"]
     assert "FAIL: test_mul" in said and "failing tests' code" not in said and "expected = 6" not in said
-
-
-def test_after_a_change_is_undone_the_prompt_shows_the_failures_of_the_code_it_shows(tmp_path: Path) -> None:
-    # Without a fresh attempt the round after a worse change shows the best code: its failures go with
-    # it, not those of the change that was undone (an import that does not exist).
-    ctx, model = _ctx(tmp_path, [HALF, BROKEN, RIGHT])
-    ctx.settings = dataclasses.replace(ctx.settings, disabled_repairs=frozenset({"fresh_attempt"}))
-    out = builder.handle(ctx)
-    assert [r["outcome"] for r in out.payload["round_log"]] == ["kept", "rolled back", "kept"]
-    third = model.requests[2].messages[-1]["content"]
-    assert "undone" in third and "return a + b\n\n\ndef mul(a, b):\n    return a + b" in third
-    assert "FAIL: test_mul" in third and "AssertionError: 5 != 6" in third and "nowhere_to_be_found" not in third
 
 
 def test_where_the_tests_pass_before_the_change_a_test_of_the_task_is_written_first(tmp_path: Path) -> None:
@@ -639,7 +709,7 @@ def test_files_asked_for_as_lua_long_strings_go_through_the_same_rounds(tmp_path
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
     system = model.requests[0].messages[0]["content"]
     assert 'tools.write("calc.py", [==[' in system and "fenced code block" not in system
-    assert "return a + b\n\n\ndef mul(a, b):\n    return a + b" in model.requests[1].messages[-1]["content"]
+    assert model.requests[1].messages[2] == {"role": "assistant", "content": half}  # its own turn, as in fenced text
     # a project test begun as a write is stopped there, as a fenced one is
     assert 'tools.write("test_calc.py"' in model.requests[0].stop
 

@@ -89,3 +89,12 @@ def test_the_file_a_cut_reply_left_open_is_named() -> None:
     assert open_file(whole, {"a.py"}) is None
     assert open_file(whole + "\n**b.py**\n```python\nx = 2\nx = 2\n", {"a.py"}) == "b.py"
     assert open_file("Here it is:\n```python\nx = 3\n", set()) == ""  # open, but named nowhere
+
+
+def test_each_form_asked_for_the_cause_first_is_not_also_told_to_say_nothing_else() -> None:
+    from agent.answering.file_forms import FENCED, LUA
+
+    for form in (FENCED, LUA):
+        assert form.rules.endswith("Say nothing else.")  # what `reason_rules` takes off
+        assert form.reason_rules.startswith("First say in one or two sentences what in your code makes these tests")
+        assert "Say nothing else" not in form.reason_rules and "whole" in form.reason_rules

@@ -24,7 +24,7 @@ def test_each_round_is_credited_to_the_strategies_that_shaped_it(tmp_path: Path)
         {"event": "repair_applied", "name": "write_goal_tests"},
         {"event": "model_call", "role": "builder"},
         {"event": "builder_round", "round": 1, "outcome": "kept", "tests": "fail", "passed": 1},
-        {"event": "repair_applied", "name": "quote_failing_tests"},
+        {"event": "repair_applied", "name": "reason_before_fixing"},
         {"event": "repair_applied", "name": "ask_definition_alone"},  # read in round 2, shapes round 3
         {"event": "reply_unusable", "round": 2},
         {"event": "repair_applied", "name": "fresh_attempt"},
@@ -39,7 +39,7 @@ def test_each_round_is_credited_to_the_strategies_that_shaped_it(tmp_path: Path)
     ])
     counts = load_bench("strategy_outcomes.py").collect([run])
     assert {k: dict(v) for k, v in counts.items()} == {
-        "write_goal_tests": {"better": 1}, "quote_failing_tests": {"unusable": 1},
+        "write_goal_tests": {"better": 1}, "reason_before_fixing": {"unusable": 1},
         "ask_definition_alone": {"worse": 1}, "fresh_attempt": {"worse": 1, "pass": 1},
         "take_out_own_tests": {"fired": 1}, "(round 1, no strategy)": {"better": 1},
         "(later round, no strategy)": {"same": 1}}

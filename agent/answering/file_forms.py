@@ -30,8 +30,12 @@ from agent.answering.lua_files import (
     open_lua_file,
     write_opening,
 )
+from agent.fences import blocks
 
-__all__ = ["FileForm", "FENCED", "LUA", "file_form"]
+__all__ = ["FileForm", "FENCED", "LUA", "file_form", "REASON_START"]
+
+SAY_NOTHING_ELSE = " Say nothing else."  # how each form's rules end
+REASON_START = "The tests fail because"  # begins a reply that is to give the cause first, where the server takes it
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,24 @@ class FileForm:
     prose: Callable[[str], str]          # the reply's own words, as a one-line summary
     begun_rest: Callable[[str], str] = str   # what the model wrote after `begin`, as it goes into the file
     example: str = ""                    # a worked example, for the system message only
+
+    @property
+    def reason_rules(self) -> str:
+        """How to answer a round that shows failing tests: the cause in a few words first, then the
+        files. Told to say nothing else, a small model shown its own failing code most often gives it
+        back unchanged; made to name the cause first, it most often writes the fix that follows from it."""
+        files = self.rules.removesuffix(SAY_NOTHING_ELSE)
+        return ("First say in one or two sentences what in your code makes these tests fail and how to change it. "
+                "Then " + files[0].lower() + files[1:])
+
+    def holds_code(self, reply: str) -> bool:
+        """Whether a file of the reply has two lines or more: one line is no file (most often a
+        path the model put where the code goes)."""
+        def long(text: str) -> bool:
+            return sum(1 for line in text.splitlines() if line.strip()) >= 2
+        # the blocks first: for fenced text the files read are among them
+        return any(long(b.body) for b in blocks(reply, open_last=True)) \
+            or any(long(f.content) for f in self.read(reply, set(), None))
 
 
 FENCED = FileForm(

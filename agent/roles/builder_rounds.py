@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.answering.answer_form import builder_text_form
 from agent.answering.answer_spec import strings_in
-from agent.answering.file_forms import FileForm, file_form
+from agent.answering.file_forms import REASON_START, FileForm, file_form
 from agent.answering.strategies import applied, enabled
 from agent.command_context import CommandContext
 from agent.edits.changes import FileWrite, is_test_path, named_definitions, planned_writes, unchanged_code
@@ -40,11 +40,14 @@ _ECHOED = "it left every file exactly as it was"
 _TESTS_FIRST = ("it began to give back a file of the project's tests, which must stay as they are, with no file of "
                 "code before it: give only the files of code you change")
 _RESERVE_S = 15.0  # kept after a cut reply: writing its files, one test run and the answer to lorch
+_CONVERSATION_GROWTH = 1.5  # at most this many times the prompt that shows the files as they now are
 _MIN_SECONDS = 20.0  # below this a round cannot finish: a small local model writes a file in tens of seconds
 
 
 def system_message(form: FileForm) -> str:
-    """The builder's system message, the same for every round: the role, how to answer, the form's example."""
+    """The same for every round, a reply asked for the failures' cause too (its user turn says so): the
+    server then reuses the prompt of the exchange a round continues, where a changed first message makes
+    it read the whole prompt again (on one CPU thread, minutes a round)."""
     return ("You are an expert software developer. You change a project's code so that its task is done and its "
             "tests pass. " + form.rules + (f"\n{form.example}" if form.example else ""))
 
@@ -152,23 +155,27 @@ def _usable(ctx: CommandContext, reply: str, files: RoundFiles, must_act: bool,
     return writes, "", False
 
 
-def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], read: Reader | None = None) -> str:
+def _feedback(last: dict[str, Any], best: dict[str, Any], own: list[str], replied: bool = False,
+              read: Reader | None = None) -> str:
     """What the previous round came to, for the next prompt. The tests' failures are always shown
     while they fail: a reply that could not be used leaves them as they were, and without them the
     next reply has nothing new to go on (a small model gives the same file back, round after round).
-    The failures shown are those of the code the prompt shows: after a roll-back, the best code's.
-    `read`: the workspace's files, to quote the failing tests' code from."""
+    `replied`: said after the model's own reply, where the files above are those it changed. `read`:
+    the workspace's files, to quote the failing tests' code from."""
     if last["outcome"] == "unusable":
         why = f"\n## Your last reply could not be used\n{last['why']}.\n"
         return why + (_failures(best, "## The tests still fail on the files above\n", own, read)
                       if best.get("status") == "fail" else "")
+    if last["outcome"] == "rolled back" and last.get("fresh"):
+        # the failures of the code shown, not of the attempt that was undone
+        return _failures(best, "## The tests still fail on the files above\nAn attempt from the code as it was "
+                               "before did worse and was undone. ", own, read)
     if last["outcome"] == "rolled back":
-        undone = ("An attempt from the code as it was before did worse and was undone. " if last.get("fresh") else
-                  "That change left the tests worse than before, so it was undone: the files above show the best "
-                  "code so far. ")
-        return _failures(best, f"## The tests still fail on the files above\n{undone}", own, read)
-    return _failures(last["tests"], "## The tests failed after your last change\nThe files above show the code "
-                                    "with that change. ", own, read)
+        undone = "That change left the tests worse than before, so it was undone: " + (
+            "the files are again as shown above. " if replied else "the files above show the best code so far. ")
+    else:
+        undone = "Your change is in place. " if replied else "The files above show the code with that change. "
+    return _failures(last["tests"], f"## The tests failed after your last change\n{undone}", own, read)
 
 
 def _failures(tests: dict[str, Any], heading: str, own: list[str] | None = None, read: Reader | None = None) -> str:
@@ -227,10 +234,22 @@ def _begun(ctx: CommandContext, last: dict[str, Any] | None, targets: list[str],
     return targets[0] if _prefills(ctx) else ""
 
 
+def _reasons(ctx: CommandContext, log: list[dict[str, Any]], best: dict[str, Any], fresh: bool, begun: str) -> bool:
+    """Whether the next reply is asked for the failures' cause in words before its files: a round whose
+    prompt shows the tests failing (not a fresh attempt, an ask for one function alone, or a reply begun
+    with a file), unless a reply so asked in this command gave no usable file: a model that answers the ask
+    with words alone does so again. See `FileForm.reason_rules`."""
+    if fresh or begun or not log or log[-1].get("alone") or not enabled(ctx, "reason_before_fixing"):
+        return False
+    if any(e.get("reasoned") and e["outcome"] == "unusable" for e in log):
+        return False
+    return log[-1]["outcome"] != "unusable" or best.get("status") == "fail"
+
+
 def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float, test_s: float,
          stop: tuple[str, ...] = (), start: str = "") -> tuple[str, str | None]:
     """The reply's text and finish reason; `start`: the text the reply is begun with as the model's
-    turn, for it to continue (a file's path line and opening fence)."""
+    turn, for it to continue (a file's path line and opening fence, or the first words of the cause)."""
     form = _form(ctx)
     request = ModelRequest(messages=[{"role": "system", "content": system_message(form)}, *messages,
                                      *([{"role": "assistant", "content": start}] if start else [])],
@@ -244,7 +263,7 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
     if start:
         # A streamed reply holds only the rest; a plain one, or one answered anew, has the path line itself.
         if not text.lstrip().startswith(start.split("\n")[0]):
-            text = start + form.begun_rest(text)
+            text = start + (text if start == REASON_START else form.begun_rest(text))
     if reply.finish_reason == "stop_string":  # at a test file's path line: the blocks before it are closed
         applied(ctx, "stop_at_test_file", chars=len(text))
         return form.close(text), "stop_string"  # (a stop string that took the file's close too)
@@ -256,8 +275,10 @@ def _ask(ctx: CommandContext, messages: list[dict[str, str]], temperature: float
 
 
 def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], files: RoundFiles, temperature: float,
-               must_act: bool, test_s: float = 0.0, start: str = "") -> tuple[dict[str, Any], str]:
-    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words)."""
+               must_act: bool, test_s: float = 0.0, start: str = ""
+               ) -> tuple[dict[str, Any], str, str]:
+    """Ask, read the reply, write what it gives: (the round's log entry, the reply's words, the reply
+    the next round may continue, or "")."""
     try:
         stops = _stops(ctx, files) if enabled(ctx, "stop_at_test_file") else ()
         reply, finish = _ask(ctx, messages, temperature, test_s, stops, start)
@@ -266,14 +287,17 @@ def _one_round(ctx: CommandContext, n: int, messages: list[dict[str, str]], file
     except AgentError as exc:
         ctx.log("warn", "builder round: the model call failed", code=exc.code, reason=exc.message[:300])
         why = f"the model call failed ({exc.code}: {exc.message[:200]})"
-        return {"round": n, "outcome": "unusable", "why": why}, ""
+        return {"round": n, "outcome": "unusable", "why": why}, "", ""
     writes, why, alone = _usable(ctx, reply, files, must_act, finish)
     if not writes:
         ctx.audit.record("reply_unusable", task_id=ctx.cmd.task_id, round=n, reason=why[:300])
-        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, ""
+        # A reply cut off (a loop, the length limit, the round's time) or with no code in it is no turn
+        # to continue: as its own, a small model writes the same loop or the same empty block again.
+        kept = "" if finish in ("repetition", "length", "time") or not _form(ctx).holds_code(reply) else reply
+        return {"round": n, "outcome": "unusable", "why": why, "alone": alone}, "", kept
     files.write(writes)
     return {"round": n, "outcome": "written", "files": [w.path for w in writes]}, \
-        _form(ctx).prose(reply) or f"Wrote {', '.join(w.path for w in writes)}"
+        _form(ctx).prose(reply) or f"Wrote {', '.join(w.path for w in writes)}", reply
 
 
 def _take_out_own_tests(ctx: CommandContext, files: RoundFiles, best: dict[str, Any]
@@ -320,13 +344,24 @@ def _nothing_to_change(ctx: CommandContext, log: list[dict[str, Any]], must_act:
     return True
 
 
+def _continues(ctx: CommandContext, last: dict[str, Any], exchange: tuple[str, str] | None) -> bool:
+    """Whether the next round continues the last exchange: its prompt showed the files as they now are
+    (not a fresh attempt whose change was not kept), and its reply is there to be the model's own turn.
+    Shown its own reply and what the tests made of it, a small model revises it, where shown the same
+    code as a project file it most often gives it back; and the server reuses the exchange's prompt."""
+    return (exchange is not None and bool(exchange[1].strip()) and not last.get("alone")
+            and not (last.get("fresh") and last["outcome"] != "kept") and enabled(ctx, "feedback_in_conversation"))
+
+
 def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: list[dict[str, Any]],
-                  best: dict[str, Any], fresh: bool) -> list[dict[str, str]]:
-    """The next round's messages: one user message, the files as they now are, what the last round came
-    to and how to answer. `fresh`: the last round moved no test forward, so this one starts again from
-    the files as they were before the command, as the first round did: an independent attempt, where a
-    small model shown its own failing code most often gives it back unchanged. The best state so far
-    stays the one kept unless the new attempt does better."""
+                  best: dict[str, Any], fresh: bool, exchange: tuple[str, str] | None, reason: bool = False
+                  ) -> tuple[list[dict[str, str]], str]:
+    """The next round's messages, and the prompt that shows the files as they now are (the exchange
+    the round after may continue). `fresh`: the last round moved no test forward, so this one starts
+    again from the files as they were before the command, as the first round did: an independent
+    attempt, where a small model shown its own failing code most often gives it back unchanged. The
+    best state so far stays the one kept unless the new attempt does better. `reason`: the reply is
+    asked for the failures' cause before its files."""
     if fresh:
         files.roll_back({**files.before, **files.start})
         applied(ctx, "fresh_attempt", best_passed=best.get("passed"), best_failed=best.get("failed"))
@@ -336,15 +371,24 @@ def _round_prompt(ctx: CommandContext, prompt_for: Any, files: RoundFiles, log: 
     # After a reply that changed nothing, the one function the task names is asked for alone: a frame a
     # small model fills where it quotes a whole file back; the agent merges it into its place (py_merge.py).
     form = _form(ctx)
-    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else form.rules
+    rules = form.alone_rules if log and log[-1].get("alone") and not fresh else \
+        form.reason_rules if reason else form.rules
     answer = f"\n## Your answer\n{rules} Do not change the project's existing tests.\n"
     if not log or fresh:
-        return [{"role": "user", "content": user + answer}]
+        return [{"role": "user", "content": user + answer}], user + answer
     read = (lambda rel: read_project_text(ctx, rel)) if enabled(ctx, "quote_failing_tests") else None
     single = user + _feedback(log[-1], best, own, read=read) + answer
     if _TEST_CODE_HEAD in single:
         applied(ctx, "quote_failing_tests", round=len(log) + 1)
-    return [{"role": "user", "content": single}]
+    if not _continues(ctx, log[-1], exchange):
+        return [{"role": "user", "content": single}], single
+    assert exchange is not None
+    said = _feedback(log[-1], best, own, replied=True, read=read).lstrip("\n") + answer
+    if len(exchange[0]) + len(exchange[1]) + len(said) > _CONVERSATION_GROWTH * len(single):
+        return [{"role": "user", "content": single}], single  # a long reply would crowd the context
+    applied(ctx, "feedback_in_conversation", round=len(log) + 1)
+    return [{"role": "user", "content": exchange[0]}, {"role": "assistant", "content": exchange[1]},
+            {"role": "user", "content": said}], single
 
 
 def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_act: bool = False,
@@ -366,6 +410,7 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
     log: list[dict[str, Any]] = []
     summary = ""
     test_s = 0.0  # the longest test run so far: the time a cut reply must leave
+    exchange: tuple[str, str] | None = None  # the last round's prompt (files as they were then) and reply
     for n in range(1, max(1, rounds) + 1):
         if n > 1 and ctx.seconds_left() < _MIN_SECONDS:
             break
@@ -379,15 +424,21 @@ def build_in_rounds(ctx: CommandContext, prompt_for: Any, rounds: int, *, must_a
         fresh = (stuck and best.get("status") == "fail" and files.changed() and enabled(ctx, "fresh_attempt")
                  and not log[-1].get("fresh") and not asked_alone)
         begun = _begun(ctx, log[-1] if log else None, targets or [], fresh)
-        messages = _round_prompt(ctx, prompt_for, files, log, best, fresh)
+        reason = _reasons(ctx, log, best, fresh, begun)
+        messages, prompt_now = _round_prompt(ctx, prompt_for, files, log, best, fresh, exchange, reason)
         ctx.progress(f"round {n} of {rounds}: asking the model for the changed files", stage="implementing",
                      progress=min(0.9, 0.1 + 0.8 * (n - 1) / rounds))
-        start = _form(ctx).begin(begun) if begun else ""
+        start = _form(ctx).begin(begun) if begun else REASON_START if reason and _prefills(ctx) else ""
         if begun:
             applied(ctx, "begin_with_file", path=begun)
-        entry, words = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, start)
+        if reason:
+            applied(ctx, "reason_before_fixing", round=n, begun=bool(start))
+        entry, words, reply = _one_round(ctx, n, messages, files, _temperature(n, stuck), must_act, test_s, start)
+        exchange = (prompt_now, reply)
         if fresh:
             entry["fresh"] = True
+        if reason:
+            entry["reasoned"] = True
         log.append(entry)
         if entry["outcome"] == "unusable":
             if fresh:
